@@ -1,0 +1,281 @@
+"""Evaluation runs: the arithmetic on the real GOOG series, versions, promotion, time anchor."""
+
+import math
+from importlib.resources import files
+
+import polars as pl
+import pytest
+
+from tradingmem_assets.core.evaluation import run_id_for
+from tests.world import World, ts
+
+EVAL = ["evaluation_runs", "evaluation_components"]
+LANDING = [
+    "raw/trading_decisions",
+    "raw/trade_previews",
+    "raw/preview_consumptions",
+    "raw/trade_executions",
+    "raw/trade_fills",
+    "raw/price_bars",
+    "raw/benchmark_profiles",
+    "raw/evaluation_promotions",
+]
+
+
+def goog_bars() -> pl.DataFrame:
+    """The real daily GOOG series shipped by `backtesting`, stamped at 21:00 UTC (close known)."""
+    path = files("backtesting") / "test" / "GOOG.csv"
+    frame = pl.read_csv(str(path)).rename({"": "date"})
+    return frame.select(
+        pl.lit("GOOG").alias("symbol"),
+        (pl.col("date").str.to_date() .cast(pl.Datetime("us")) + pl.duration(hours=21))
+        .dt.replace_time_zone("UTC")
+        .alias("ts"),
+        pl.col("Open").alias("open"),
+        pl.col("High").alias("high"),
+        pl.col("Low").alias("low"),
+        pl.col("Close").cast(pl.Float64).alias("close"),
+        pl.col("Volume").cast(pl.Float64).alias("volume"),
+    )
+
+
+def bench_bars(start: str = "2011-01-01", days: int = 900) -> list[dict]:
+    """A synthetic weekday benchmark rising 0.1 % per bar."""
+    out, price, t = [], 100.0, ts(start + " 21:00")
+    from datetime import timedelta
+
+    for i in range(days):
+        d = t + timedelta(days=i)
+        if d.weekday() < 5:
+            price *= 1.001
+            out.append({"symbol": "MKTIDX", "ts": d, "open": price, "high": price, "low": price, "close": price, "volume": 1.0})
+    return out
+
+
+PROFILES = [
+    {"profile_id": "abs_7d", "horizon_days": 7, "benchmark_symbol": None, "min_coverage": 0.8},
+    {"profile_id": "abs_30d", "horizon_days": 30, "benchmark_symbol": None, "min_coverage": 0.8},
+    {"profile_id": "rel_mktidx_7d", "horizon_days": 7, "benchmark_symbol": "MKTIDX", "min_coverage": 0.8},
+]
+
+
+def trade_world(world: World, *, direction: str = "long", decided: str = "2012-06-01 14:00") -> None:
+    bars = goog_bars().to_dicts() + bench_bars()
+    world.write("price_bars", bars)
+    world.write("benchmark_profiles", PROFILES)
+    world.write(
+        "trading_decisions",
+        [
+            {
+                "decision_id": "d1", "role_id": "valuation", "skill_id": "equity_research", "symbol": "GOOG",
+                "direction": direction, "account_id": "a1", "market": "spot", "decision_text": "buy GOOG cheap",
+                "evidence": '["fundamentals","price_history"]', "preview_id": "p1", "decided_at": ts(decided),
+            }
+        ],
+    )
+    world.write("trade_previews", [{"preview_id": "p1", "decision_id": "d1", "created_at": ts(decided)}])
+    world.write(
+        "preview_consumptions",
+        [{"consumption_id": "c1", "preview_id": "p1", "execution_id": "e1", "consumed_at": ts("2012-06-01 14:30")}],
+    )
+    world.write(
+        "trade_executions",
+        [
+            {
+                "execution_id": "e1", "decision_id": "d1", "preview_id": "p1", "symbol": "GOOG", "direction": direction,
+                "account_id": "a1", "market": "spot", "source": "manual_agent", "source_verified": True,
+                "automation_flag": False, "executed_at": ts("2012-06-01 14:30"),
+            }
+        ],
+    )
+    world.write(
+        "trade_fills",
+        [
+            {"fill_id": "f1", "execution_id": "e1", "qty": 10.0, "price": 570.0, "fee": 1.0, "filled_at": ts("2012-06-01 14:30")},
+            {"fill_id": "f2", "execution_id": "e1", "qty": 30.0, "price": 572.0, "fee": 1.0, "filled_at": ts("2012-06-01 14:31")},
+        ],
+    )
+    world.write("evaluation_promotions", [])
+
+
+def components(world: World, run_id: str) -> dict[str, tuple[float | None, str]]:
+    return {
+        c: (v, f)
+        for c, v, f in world.rows(
+            "SELECT component, value, quality_flag FROM evaluation_components WHERE run_id = ?", [run_id]
+        )
+    }
+
+
+def test_evaluation_math_matches_hand_computation_on_real_goog(world: World):
+    trade_world(world)
+    world.materialize(LANDING + EVAL)
+    goog = goog_bars()
+    entry = (10 * 570.0 + 30 * 572.0) / 40
+    # window [2012-06-01 14:30, 2012-06-08 14:30]: last close inside is 2012-06-07's
+    window = goog.filter((pl.col("ts") >= ts("2012-06-01 14:30")) & (pl.col("ts") <= ts("2012-06-08 14:30")))
+    exit_close = window.get_column("close")[-1]
+    assert window.get_column("ts")[-1] == ts("2012-06-07 21:00")
+    raw = exit_close / entry - 1
+    before = goog.filter(pl.col("ts") < ts("2012-06-01 14:00")).tail(30).get_column("close").to_list()
+    rets = [math.log(b / a) for a, b in zip(before, before[1:], strict=False)]
+    mean = sum(rets) / len(rets)
+    vol = math.sqrt(sum((r - mean) ** 2 for r in rets) / (len(rets) - 1))
+
+    run = run_id_for("d1", "abs_7d", 1)
+    got = components(world, run)
+    assert got["entry_price"][0] == pytest.approx(entry)
+    assert got["exit_price"][0] == pytest.approx(exit_close)
+    assert got["raw_return"][0] == pytest.approx(raw)
+    assert got["benchmark_return"] == (0.0, "absolute")
+    assert got["excess_return"][0] == pytest.approx(raw)
+    assert got["volatility"][0] == pytest.approx(vol)
+    # the 7 days after Friday 2012-06-01 hold 5 weekdays, and 5 closes are inside the window
+    assert got["coverage"] == (1.0, "ok")
+    assert got["missing_bars"] == (0.0, "ok")
+
+    rel = components(world, run_id_for("d1", "rel_mktidx_7d", 1))
+    bench = bench_bars()
+    b_in = [b for b in bench if b["ts"] <= ts("2012-06-01 14:30")][-1]["close"]
+    b_out = [b for b in bench if b["ts"] <= ts("2012-06-08 14:30")][-1]["close"]
+    assert rel["benchmark_return"][0] == pytest.approx(b_out / b_in - 1)
+    assert rel["excess_return"][0] == pytest.approx(raw - (b_out / b_in - 1))
+
+    runs = world.query("SELECT * FROM evaluation_runs ORDER BY profile_id")
+    assert runs.height == 3
+    assert set(runs.get_column("status")) == {"complete"}
+    # the valuation role's primary profile is abs_7d: version 1 of it is primary, nothing else
+    primary = runs.filter(pl.col("is_primary"))
+    assert primary.select("profile_id", "run_version").rows() == [("abs_7d", 1)]
+
+
+def test_short_trades_flip_the_sign_of_returns(world: World):
+    trade_world(world, direction="short")
+    world.materialize(LANDING + EVAL)
+    got = components(world, run_id_for("d1", "abs_7d", 1))
+    goog = goog_bars()
+    exit_close = goog.filter(pl.col("ts") <= ts("2012-06-08 14:30")).get_column("close")[-1]
+    entry = (10 * 570.0 + 30 * 572.0) / 40
+    assert got["raw_return"][0] == pytest.approx(-(exit_close / entry - 1))
+
+
+def test_volatility_never_reads_bars_at_or_after_the_decision(world: World):
+    trade_world(world)
+    world.materialize(LANDING + EVAL)
+    before = components(world, run_id_for("d1", "abs_7d", 1))["volatility"][0]
+    # a wild price on the decision day itself (after decided_at) must not move the volatility
+    bars = goog_bars().with_columns(
+        pl.when(pl.col("ts") == ts("2012-06-01 21:00")).then(pl.col("close") * 3).otherwise(pl.col("close")).alias("close")
+    )
+    world.write("price_bars", bars.to_dicts() + bench_bars())
+    world.materialize(LANDING + EVAL)
+    v2 = world.rows("SELECT run_id FROM evaluation_runs WHERE profile_id='abs_7d' AND run_version=2")
+    assert v2, "the corrected bar is inside the window, so a new version is appended"
+    assert components(world, v2[0][0])["volatility"][0] == pytest.approx(before)
+
+
+def test_price_correction_appends_a_version_and_unchanged_inputs_append_nothing(world: World):
+    trade_world(world)
+    world.materialize(LANDING + EVAL)
+    first = world.query("SELECT * FROM evaluation_runs ORDER BY run_id")
+    first_components = world.query("SELECT * FROM evaluation_components ORDER BY run_id, component")
+
+    world.materialize(LANDING + EVAL)  # same inputs, same as_of
+    assert world.query("SELECT * FROM evaluation_runs ORDER BY run_id").equals(first)
+    assert world.query("SELECT * FROM evaluation_components ORDER BY run_id, component").equals(first_components)
+
+    # correct the 2012-06-07 close: every run whose window reads it gets version 2
+    bars = goog_bars().with_columns(
+        pl.when(pl.col("ts") == ts("2012-06-07 21:00")).then(pl.col("close") + 1).otherwise(pl.col("close")).alias("close")
+    )
+    world.write("price_bars", bars.to_dicts() + bench_bars())
+    world.materialize(LANDING + EVAL)
+    runs = world.query("SELECT * FROM evaluation_runs ORDER BY profile_id, run_version")
+    assert runs.filter(pl.col("run_version") == 2).get_column("profile_id").sort().to_list() == [
+        "abs_30d", "abs_7d", "rel_mktidx_7d"
+    ]
+    # version 1 rows are untouched (append-only) and stay primary: a correction needs a promotion
+    v1 = runs.filter(pl.col("run_version") == 1).sort("run_id")
+    assert v1.drop("is_primary", "promoted_at").equals(first.sort("run_id").drop("is_primary", "promoted_at"))
+    assert runs.filter(pl.col("is_primary")).select("profile_id", "run_version").rows() == [("abs_7d", 1)]
+    new_exit = components(world, run_id_for("d1", "abs_7d", 2))["exit_price"][0]
+    old_exit = components(world, run_id_for("d1", "abs_7d", 1))["exit_price"][0]
+    assert new_exit == pytest.approx(old_exit + 1)
+
+
+def test_explicit_promotion_moves_primary_and_only_one_run_is_primary(world: World):
+    trade_world(world)
+    world.write(
+        "evaluation_promotions",
+        [{"decision_id": "d1", "profile_id": "rel_mktidx_7d", "run_version": 1,
+          "promoted_at": ts("2013-01-01"), "promoted_by": "risk_ops"}],
+    )
+    world.materialize(LANDING + EVAL)
+    primary = world.rows("SELECT profile_id, run_version, promoted_at FROM evaluation_runs WHERE is_primary")
+    assert primary == [("rel_mktidx_7d", 1, ts("2013-01-01"))]
+
+
+def test_promotion_after_as_of_is_not_yet_visible(world: World):
+    trade_world(world)
+    world.write(
+        "evaluation_promotions",
+        [{"decision_id": "d1", "profile_id": "abs_30d", "run_version": 1,
+          "promoted_at": ts("2030-01-01"), "promoted_by": "risk_ops"}],
+    )
+    world.materialize(LANDING + EVAL)
+    assert world.rows("SELECT profile_id FROM evaluation_runs WHERE is_primary") == [("abs_7d",)]
+
+
+def test_open_window_is_pending_then_settles_as_a_new_primary_version(world: World):
+    trade_world(world)
+    world.materialize(LANDING + EVAL, as_of="2012-06-05T00:00:00Z")
+    runs = world.query("SELECT profile_id, status, is_primary FROM evaluation_runs ORDER BY profile_id")
+    assert set(runs.get_column("status")) == {"pending"}
+    pending = components(world, run_id_for("d1", "abs_7d", 1))
+    assert pending["raw_return"] == (None, "window_open")
+
+    world.materialize(LANDING + EVAL, as_of="2012-06-06T00:00:00Z")  # still open: nothing new
+    assert world.rows("SELECT count(*) FROM evaluation_runs")[0][0] == 3
+
+    world.materialize(LANDING + EVAL, as_of="2012-06-09T00:00:00Z")  # 7-day windows closed
+    got = world.query("SELECT profile_id, run_version, status, is_primary FROM evaluation_runs ORDER BY profile_id, run_version")
+    abs7 = got.filter(pl.col("profile_id") == "abs_7d")
+    assert abs7.rows() == [("abs_7d", 1, "pending", False), ("abs_7d", 2, "complete", True)]
+    assert got.filter(pl.col("profile_id") == "abs_30d").get_column("status").to_list() == ["pending"]
+
+
+def test_low_coverage_is_insufficient_data(world: World):
+    trade_world(world)
+    bars = goog_bars().filter(
+        ~pl.col("ts").is_between(ts("2012-06-04 00:00"), ts("2012-06-06 23:00"))
+    )
+    world.write("price_bars", bars.to_dicts() + bench_bars())
+    world.materialize(LANDING + EVAL)
+    run = run_id_for("d1", "abs_7d", 1)
+    assert world.rows("SELECT status FROM evaluation_runs WHERE run_id = ?", [run]) == [("insufficient_data",)]
+    got = components(world, run)
+    assert got["coverage"] == (pytest.approx(2 / 5), "below_min_coverage")
+    assert got["missing_bars"] == (3.0, "missing")
+
+
+def test_missing_primary_profile_fails_the_evaluation_with_a_clear_message(world: World):
+    trade_world(world)
+    world.write("benchmark_profiles", PROFILES[:1])
+    world.materialize(LANDING)
+    result = world.materialize(EVAL, raise_on_error=False)
+    assert not result.success
+    failure = [e for e in result.all_events if e.is_step_failure][0]
+    message = str(failure.step_failure_data.error.message) + str(failure.step_failure_data.user_failure_data)
+    assert "earnings_momentum" in message and "rel_mktidx_7d" in message
+
+
+def test_same_inputs_and_as_of_give_identical_rows_in_a_fresh_warehouse(world: World, tmp_path, instance):
+    trade_world(world)
+    world.materialize(LANDING + EVAL)
+    other = World(tmp_path / "other", instance)
+    other.landing = world.landing
+    other.materialize(LANDING + EVAL)
+    for table in ("evaluation_runs", "evaluation_components"):
+        a = world.query(f"SELECT * FROM {table} ORDER BY ALL")
+        b = other.query(f"SELECT * FROM {table} ORDER BY ALL")
+        assert a.height > 0 and a.equals(b)

@@ -1,0 +1,41 @@
+"""The finite vocabularies of the spec, declared once and imported everywhere else."""
+
+from __future__ import annotations
+
+DIRECTIONS = ("long", "short")
+METHODOLOGY_DIRECTIONS = ("long", "short", "neutral")
+MARKETS = ("spot", "perp", "option", "future", "margin")
+POSITION_STATUSES = ("open", "closed", "liquidated")
+SETTLED_POSITION_STATUSES = ("closed", "liquidated")
+
+MANUAL_SOURCES = ("manual_agent", "manual_external")
+AUTOMATED_SOURCES = ("autopilot", "strategy_studio", "xstrategy", "workflow")
+KNOWN_SOURCES = MANUAL_SOURCES + AUTOMATED_SOURCES
+
+EVALUATION_STATUSES = ("complete", "pending", "insufficient_data")
+
+PRIMARY_SIGNALS = (
+    "trend",
+    "momentum",
+    "mean_reversion",
+    "breakout",
+    "support_resistance",
+    "volume",
+    "valuation",
+    "sentiment",
+    "macro",
+    "onchain",
+    "funding_rate",
+)
+TIMEFRAMES = ("1h", "4h", "1d", "1w", "1m")
+ASSET_CLASSES = ("crypto_major", "crypto_alt", "equity", "fx", "commodity", "index")
+
+INSTITUTION_ROLES = ("analyst", "bull", "bear", "risk", "trader", "portfolio_manager")
+INSTITUTION_RUN_KINDS = ("scheduled", "lazy", "manual")
+INSTITUTION_ACTIONS = ("buy", "sell", "hold")
+
+INVESTOR_TYPES = ("C1", "C2", "C3", "C4", "C5")
+PRODUCT_RISK_LEVELS = ("R1", "R2", "R3", "R4", "R5")
+TRANSACTION_SIDES = ("buy", "sell")
+KB_VISIBILITIES = ("public", "internal")
+MESSAGE_ROLES = ("user", "assistant")

@@ -1,0 +1,86 @@
+"""Landing assets: one per landing table, each writing ``raw.<table>`` and its rows of ``raw_rejects``."""
+
+
+from pathlib import Path
+
+import dagster as dg
+import polars as pl
+
+from tradingmem_assets.core.ingest import LandingFileError, ingest_table
+from tradingmem_assets.defs.metadata import table_metadata
+from tradingmem_assets.defs.resources import WarehouseResource
+from tradingmem_assets.schemas.landing import LANDING_TABLES, REJECTS_SCHEMA, LandingTable
+from tradingmem_assets.warehouse import ensure_table, replace_table, scalar, transaction
+
+LANDING_GROUP = "landing"
+ROWS_CONSERVED_CHECK = "rows_read_equal_accepted_plus_rejected"
+REJECTS_TABLE = "main.raw_rejects"
+
+
+def raw_key(table: str) -> dg.AssetKey:
+    return dg.AssetKey(["raw", table])
+
+
+def _landing_asset(spec: LandingTable) -> dg.AssetsDefinition:
+    key = raw_key(spec.name)
+
+    @dg.asset(
+        key=key,
+        group_name=LANDING_GROUP,
+        kinds={"duckdb", "polars"},
+        description=f"{spec.description} Validated rows of landing file {spec.name}.parquet|csv.",
+        check_specs=[
+            dg.AssetCheckSpec(
+                ROWS_CONSERVED_CHECK,
+                asset=key,
+                blocking=True,
+                description="Every landing row was either accepted into raw or written to raw_rejects.",
+            )
+        ],
+    )
+    def _asset(context: dg.AssetExecutionContext, warehouse: WarehouseResource) -> dg.MaterializeResult:
+        try:
+            result = ingest_table(Path(warehouse.landing_dir), spec.name)
+        except LandingFileError as exc:
+            raise dg.Failure(description=str(exc)) from exc
+        with warehouse.connect() as con, transaction(con):
+            ensure_table(con, REJECTS_TABLE, pl.DataFrame(schema=REJECTS_SCHEMA))
+            replace_table(con, f"raw.{spec.name}", result.accepted)
+            con.execute(f"DELETE FROM {REJECTS_TABLE} WHERE table_name = ?", [spec.name])
+            con.register("_rejects", result.rejects)
+            con.execute(f"INSERT INTO {REJECTS_TABLE} SELECT * FROM _rejects")
+            con.unregister("_rejects")
+            accepted = scalar(con, f"SELECT count(*) FROM raw.{spec.name}")
+            rejected = scalar(con, f"SELECT count(*) FROM {REJECTS_TABLE} WHERE table_name = ?", [spec.name])
+        if result.source_file is None:
+            context.log.info(f"no landing file for {spec.name}: raw.{spec.name} is an empty table")
+        reasons = (
+            result.rejects.get_column("reason").value_counts(sort=True).head(10).rows()
+            if result.rejected
+            else []
+        )
+        return dg.MaterializeResult(
+            metadata={
+                **table_metadata(f"raw.{spec.name}", result.accepted),
+                "source_file": dg.MetadataValue.text(result.source_file or "(none: empty table)"),
+                "rows_read": result.rows_read,
+                "accepted": accepted,
+                "rejected": rejected,
+                "columns_filled_with_null": ", ".join(result.filled_columns) or "(none)",
+                "reject_reasons": dg.MetadataValue.md(
+                    "\n".join(f"- `{r}`: {n}" for r, n in reasons) or "no rejects"
+                ),
+            },
+            check_results=[
+                dg.AssetCheckResult(
+                    check_name=ROWS_CONSERVED_CHECK,
+                    passed=bool(result.rows_read == accepted + rejected),
+                    metadata={"rows_read": result.rows_read, "accepted": accepted, "rejected": rejected},
+                )
+            ],
+        )
+
+    return _asset
+
+
+LANDING_ASSETS: list[dg.AssetsDefinition] = [_landing_asset(spec) for spec in LANDING_TABLES.values()]

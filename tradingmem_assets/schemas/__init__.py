@@ -1,0 +1,1 @@
+"""Pandera (polars) schemas: every invariant the spec names, one module per domain."""

@@ -1,0 +1,138 @@
+"""Reading and atomically writing the DuckDB warehouse (no Dagster here: the CLI uses it too).
+
+Every derived table is replaced or appended inside one transaction, so a failed or killed run
+leaves the tables as they were (SPEC section 13). Frames move between Polars and DuckDB through
+Arrow, never through Python rows.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
+from pathlib import Path
+
+import duckdb
+import polars as pl
+
+RAW_SCHEMA = "raw"
+
+
+class WarehouseLockedError(RuntimeError):
+    """Another process holds the single DuckDB writer lock for longer than we were willing to wait."""
+
+
+def open_warehouse(path: str | Path, *, read_only: bool = False, wait_s: float = 30.0) -> duckdb.DuckDBPyConnection:
+    """Open the warehouse, waiting for a lock held by another process, then failing with a clear message."""
+    path = str(path)
+    if path != ":memory:":
+        if read_only and not Path(path).exists():
+            raise FileNotFoundError(
+                f"warehouse {path} does not exist yet: run `tradingmem demo --run` or trading_memory_job first"
+            )
+        Path(path).parent.mkdir(parents=True, exist_ok=True)
+    deadline = time.monotonic() + wait_s
+    delay = 0.1
+    while True:
+        try:
+            con = duckdb.connect(path, read_only=read_only)
+            break
+        except duckdb.IOException as exc:
+            if "lock" not in str(exc).lower() or time.monotonic() >= deadline:
+                if "lock" in str(exc).lower():
+                    raise WarehouseLockedError(
+                        f"warehouse {path} is locked by another process (a Dagster run or the UI's "
+                        f"code server writing to it); waited {wait_s:.0f}s. Retry when that run finishes."
+                    ) from exc
+                raise
+            time.sleep(delay)
+            delay = min(delay * 2, 2.0)
+    con.execute("SET TimeZone = 'UTC'")
+    if not read_only:
+        con.execute(f"CREATE SCHEMA IF NOT EXISTS {RAW_SCHEMA}")
+    return con
+
+
+@contextmanager
+def connection(path: str | Path, *, read_only: bool = False) -> Iterator[duckdb.DuckDBPyConnection]:
+    con = open_warehouse(path, read_only=read_only)
+    try:
+        yield con
+    finally:
+        con.close()
+
+
+@contextmanager
+def transaction(con: duckdb.DuckDBPyConnection) -> Iterator[duckdb.DuckDBPyConnection]:
+    """All-or-nothing: commit when the block finishes, roll back when it raises."""
+    con.execute("BEGIN TRANSACTION")
+    try:
+        yield con
+    except BaseException:
+        con.execute("ROLLBACK")
+        raise
+    con.execute("COMMIT")
+
+
+def table_exists(con: duckdb.DuckDBPyConnection, qualified: str) -> bool:
+    schema, _, name = qualified.rpartition(".")
+    return bool(
+        scalar(
+            con,
+            "SELECT count(*) FROM information_schema.tables WHERE table_schema = ? AND table_name = ?",
+            [schema or "main", name],
+        )
+    )
+
+
+def read_frame(con: duckdb.DuckDBPyConnection, sql: str, params: Sequence | None = None) -> pl.DataFrame:
+    """Run a query and return a Polars frame (Arrow, zero-copy)."""
+    return con.sql(sql, params=list(params) if params else None).pl()
+
+
+def read_table(
+    con: duckdb.DuckDBPyConnection, qualified: str, empty: pl.DataFrame | None = None
+) -> pl.DataFrame:
+    """The whole table, or ``empty`` (an empty frame with the right schema) when it does not exist yet."""
+    if not table_exists(con, qualified):
+        if empty is None:
+            raise LookupError(f"table {qualified} does not exist yet: materialize it first")
+        return empty.clear()
+    return read_frame(con, f"SELECT * FROM {qualified}")
+
+
+def replace_table(con: duckdb.DuckDBPyConnection, qualified: str, frame: pl.DataFrame) -> int:
+    """Replace a table's contents with ``frame`` (call inside ``transaction``)."""
+    con.register("_tm_frame", frame)
+    try:
+        con.execute(f"CREATE OR REPLACE TABLE {qualified} AS SELECT * FROM _tm_frame")
+    finally:
+        con.unregister("_tm_frame")
+    return frame.height
+
+
+def append_rows(con: duckdb.DuckDBPyConnection, qualified: str, frame: pl.DataFrame) -> int:
+    """Append ``frame`` to a table, creating it from the frame's schema the first time."""
+    if not table_exists(con, qualified):
+        return replace_table(con, qualified, frame)
+    if frame.height == 0:
+        return 0
+    con.register("_tm_frame", frame)
+    try:
+        cols = ", ".join(f'"{c}"' for c in frame.columns)
+        con.execute(f"INSERT INTO {qualified} ({cols}) SELECT {cols} FROM _tm_frame")
+    finally:
+        con.unregister("_tm_frame")
+    return frame.height
+
+
+def ensure_table(con: duckdb.DuckDBPyConnection, qualified: str, empty: pl.DataFrame) -> None:
+    """Create an empty table with ``empty``'s schema if it does not exist (for append-only tables)."""
+    if not table_exists(con, qualified):
+        replace_table(con, qualified, empty.clear())
+
+
+def scalar(con: duckdb.DuckDBPyConnection, sql: str, params: Sequence | None = None):
+    """The first column of the first row (the result is consumed fully: DuckDB 2 requires it)."""
+    rows = con.execute(sql, list(params or [])).fetchall()
+    return rows[0][0] if rows else None
