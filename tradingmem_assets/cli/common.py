@@ -1,0 +1,123 @@
+"""What every CLI command shares: --json output, clear errors, the warehouse and the Dagster instance."""
+
+from __future__ import annotations
+
+import json
+import os
+import sys
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from datetime import date, datetime
+from functools import wraps
+from pathlib import Path
+from typing import Any
+
+import click
+import duckdb
+
+from tradingmem_assets.settings import default_as_of, default_db_path, default_landing_dir, resolve_as_of
+from tradingmem_assets.warehouse import WarehouseLockedError, connection
+
+
+class CliError(click.ClickException):
+    """An error for the user: printed to stderr as one line, exit code 1 (or the given code)."""
+
+    def __init__(self, message: str, exit_code: int = 1):
+        super().__init__(message)
+        self.exit_code = exit_code
+
+    def show(self, file=None) -> None:  # noqa: ARG002 - click's signature
+        click.echo(f"tradingmem: {self.message}", err=True)
+
+
+def cli_group() -> type[click.Group]:
+    class Group(click.Group):
+        def invoke(self, ctx: click.Context):
+            try:
+                return super().invoke(ctx)
+            except (click.ClickException, click.exceptions.Exit, click.exceptions.Abort, SystemExit):
+                raise
+            except (WarehouseLockedError, FileNotFoundError, duckdb.Error, ValueError) as exc:
+                raise CliError(str(exc)) from exc
+
+    return Group
+
+
+def _default(value: Any) -> Any:
+    if isinstance(value, datetime | date):
+        return value.isoformat()
+    if isinstance(value, Path):
+        return str(value)
+    if isinstance(value, set | frozenset | tuple):
+        return list(value)
+    return str(value)
+
+
+def to_json(document: Any) -> str:
+    return json.dumps(document, default=_default, ensure_ascii=False, indent=2, sort_keys=False)
+
+
+def json_option(fn: Callable) -> Callable:
+    """Add ``--json``; the command returns (document, human_text) and this prints the right one."""
+
+    @click.option("--json", "as_json", is_flag=True, help="Print one JSON document on stdout.")
+    @wraps(fn)
+    def wrapper(*args, as_json: bool, **kwargs):
+        result = fn(*args, as_json=as_json, **kwargs)
+        if result is None:
+            return
+        document, text, *rest = result if isinstance(result, tuple) else (result, None)
+        if as_json:
+            click.echo(to_json(document))
+        elif text is not None:
+            click.echo(text)
+        else:
+            click.echo(to_json(document))
+        exit_code = rest[0] if rest else 0
+        if exit_code:
+            sys.exit(exit_code)
+
+    return wrapper
+
+
+def db_path() -> str:
+    return default_db_path()
+
+
+def landing_dir() -> str:
+    return default_landing_dir()
+
+
+def as_of_now(text: str | None = None) -> datetime:
+    return resolve_as_of(text or default_as_of())
+
+
+@contextmanager
+def warehouse(read_only: bool = True) -> Iterator[duckdb.DuckDBPyConnection]:
+    """A connection to the warehouse the UI uses (TRADINGMEM_DB)."""
+    with connection(db_path(), read_only=read_only) as con:
+        yield con
+
+
+def progress(as_json: bool) -> Callable[[str], None]:
+    """A progress printer for long commands: stderr on a terminal, silent under --json."""
+    if as_json or not sys.stderr.isatty():
+        return lambda _msg: None
+    return lambda msg: click.echo(f"... {msg}", err=True)
+
+
+def dagster_instance():
+    """The instance the UI uses: DAGSTER_HOME when set, else the project's ``dagster.yaml``.
+
+    ``dagster dev`` in the repo root without DAGSTER_HOME reads ``./dagster.yaml``, whose storage
+    lives under ``data/dagster``; the CLI opens the same storage, so its runs show up in the UI.
+    """
+    import dagster as dg
+
+    if os.environ.get("DAGSTER_HOME"):
+        return dg.DagsterInstance.get()
+    if Path("dagster.yaml").exists():
+        return dg.DagsterInstance.from_config(str(Path.cwd()))
+    home = Path(db_path()).resolve().parent / "dagster"
+    home.mkdir(parents=True, exist_ok=True)
+    return dg.DagsterInstance.from_config(str(home))
