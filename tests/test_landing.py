@@ -1,0 +1,121 @@
+"""Landing ingestion: every row read is accepted into raw or rejected with its file, row and reason."""
+
+import json
+
+import pytest
+
+from tests.world import World, ts
+
+DECISION = {
+    "decision_id": "d1", "role_id": "valuation", "skill_id": "equity_research", "symbol": "GOOG",
+    "direction": "long", "account_id": "a1", "market": "spot", "scenario": None, "decision_text": "x",
+    "evidence": '["fundamentals"]', "preview_id": "p1", "decided_at": ts("2024-01-02 10:00"),
+}
+
+DECISIONS_CSV = """decision_id,role_id,skill_id,symbol,direction,account_id,market,scenario,decision_text,evidence,preview_id,decided_at,unknown_extra
+d1,valuation,equity_research,GOOG,long,a1,spot,,buy,"[""fundamentals""]",p1,2024-01-02T10:00:00Z,ignored
+d2,valuation,equity_research,GOOG,sideways,a1,spot,,buy,[],p2,2024-01-02T10:00:00Z,ignored
+d3,valuation,equity_research,GOOG,short,a1,spot,,sell,[],p3,not-a-time,ignored
+d1,valuation,equity_research,GOOG,short,a1,spot,,dup,[],p4,2024-01-02T11:00:00Z,ignored
+,valuation,equity_research,GOOG,short,a1,spot,,nokey,[],p5,2024-01-02T11:00:00Z,ignored
+d6,,,MSFT,short,a2,perp,breakout,"no role",[1,2,2024-01-03 09:30:00+02:00,ignored
+d7,trend_follower,crypto_trading,BTCUSD,long,a2,perp,,ok,"[""volume""]",,2024-01-03 09:30:00,ignored
+"""
+
+
+def rejects(world: World, table: str) -> list[tuple]:
+    return world.rows(
+        "SELECT row_number, row_key, reason FROM raw_rejects WHERE table_name = ? ORDER BY row_number", [table]
+    )
+
+
+def test_good_and_bad_rows_are_split_with_exact_reasons(world: World):
+    world.write_text("trading_decisions.csv", DECISIONS_CSV)
+    result = world.materialize(["raw/trading_decisions"])
+    accepted = world.rows("SELECT decision_id, decided_at FROM raw.trading_decisions ORDER BY decision_id")
+    assert accepted == [("d1", ts("2024-01-02 10:00")), ("d7", ts("2024-01-03 09:30"))]
+    assert rejects(world, "trading_decisions") == [
+        (2, "d2", "direction: isin(['long', 'short'])"),
+        (3, "d3", "bad_type:decided_at"),
+        (4, "d1", "duplicate_key"),
+        (5, None, "decision_id: not_nullable"),
+        (6, "d6", "bad_json:evidence"),
+    ]
+    raw_row = json.loads(world.rows("SELECT raw_row FROM raw_rejects WHERE row_number = 3")[0][0])
+    assert raw_row["decided_at"] == "not-a-time" and "unknown_extra" not in raw_row
+    meta = result.asset_materializations_for_node("raw__trading_decisions")[0].metadata
+    assert (meta["rows_read"].value, meta["accepted"].value, meta["rejected"].value) == (7, 2, 5)
+    [check] = result.get_asset_check_evaluations()
+    assert check.passed and check.check_name == "rows_read_equal_accepted_plus_rejected"
+
+
+def test_parquet_and_csv_landing_give_the_same_raw_rows(world: World, tmp_path, instance):
+    world.write("trading_decisions", [DECISION], fmt="parquet")
+    world.materialize(["raw/trading_decisions"])
+    other = World(tmp_path / "csv", instance)
+    other.write("trading_decisions", [DECISION], fmt="csv")
+    other.materialize(["raw/trading_decisions"])
+    q = "SELECT * FROM raw.trading_decisions"
+    assert world.query(q).equals(other.query(q))
+
+
+def test_a_table_without_landing_file_is_an_empty_table(world: World):
+    result = world.materialize(["raw/kb_documents"])
+    assert result.success
+    assert world.rows("SELECT count(*) FROM raw.kb_documents") == [(0,)]
+    cols = [r[0] for r in world.rows("SELECT column_name FROM information_schema.columns WHERE table_name='kb_documents'")]
+    assert cols == ["doc_id", "title", "visibility", "body"]
+
+
+def test_an_unreadable_file_fails_the_run_naming_the_file_and_keeps_the_old_table(world: World):
+    world.write("trading_decisions", [DECISION])
+    world.materialize(["raw/trading_decisions"])
+    (world.landing / "trading_decisions.parquet").unlink()
+    broken = world.write_text("trading_decisions.parquet", "this is not parquet")
+    result = world.materialize(["raw/trading_decisions"], raise_on_error=False)
+    assert not result.success
+    [failure] = [e for e in result.all_events if e.is_step_failure]
+    assert str(broken) in failure.step_failure_data.user_failure_data.description
+    assert world.rows("SELECT decision_id FROM raw.trading_decisions") == [("d1",)]
+
+
+def test_a_missing_required_column_is_a_clear_error(world: World):
+    world.write_text("trade_previews.csv", "preview_id,created_at\np1,2024-01-01T00:00:00Z\n")
+    result = world.materialize(["raw/trade_previews"], raise_on_error=False)
+    assert not result.success
+    [failure] = [e for e in result.all_events if e.is_step_failure]
+    assert "decision_id" in failure.step_failure_data.user_failure_data.description
+
+
+def test_two_landing_files_for_one_table_are_refused(world: World):
+    world.write("trade_previews", [])
+    world.write_text("trade_previews.csv", "preview_id,decision_id,created_at\n")
+    result = world.materialize(["raw/trade_previews"], raise_on_error=False)
+    assert not result.success
+
+
+@pytest.mark.parametrize(
+    ("table", "row", "reason"),
+    [
+        ("trade_fills", {"fill_id": "f", "execution_id": "e", "qty": -1.0, "price": 1.0, "fee": 0.0,
+                         "filled_at": ts("2024-01-01")}, "qty: greater_than(0)"),
+        ("benchmark_profiles", {"profile_id": "p", "horizon_days": 7, "min_coverage": 1.5},
+         "min_coverage: less_than_or_equal_to(1)"),
+        ("questionnaire_results", {"assessment_id": "q", "customer_id": "c", "investor_type": "C9",
+                                   "assessed_at": ts("2024-01-01")},
+         "investor_type: isin(['C1', 'C2', 'C3', 'C4', 'C5'])"),
+        ("kb_documents", {"doc_id": "k", "title": "t", "visibility": "secret", "body": "b"},
+         "visibility: isin(['public', 'internal'])"),
+    ],
+)
+def test_value_rules_reject_with_the_rule_as_reason(world: World, table, row, reason):
+    world.write(table, [row])
+    world.materialize([f"raw/{table}"])
+    assert [r[2] for r in rejects(world, table)] == [reason]
+
+
+def test_rematerializing_replaces_a_tables_rejects_instead_of_piling_them_up(world: World):
+    world.write_text("trading_decisions.csv", DECISIONS_CSV)
+    world.materialize(["raw/trading_decisions"])
+    world.materialize(["raw/trading_decisions"])
+    assert world.rows("SELECT count(*) FROM raw_rejects") == [(5,)]
