@@ -1,0 +1,128 @@
+"""Benchmark: synthetic landing data at a scale factor, per-asset and end-to-end time, peak memory.
+
+Each repetition runs in a fresh subprocess (so peak RSS is that run's own) on a fresh warehouse;
+the report gives every repetition and the medians. Not a test: machines here are noisy.
+
+    tradingmem benchmark --scale 1 --repeat 3 [--json]
+"""
+
+from __future__ import annotations
+
+import json
+import resource
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from collections.abc import Callable
+from pathlib import Path
+
+import dagster as dg
+
+
+def _peak_rss_mb() -> float:
+    # ru_maxrss is in KiB on Linux
+    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+
+
+def run_once(landing_dir: Path, database: Path, as_of: str) -> dict:
+    """One repetition inside this process: the main job, then the probes of the other targets."""
+    from tradingmem_assets.runner import run_main_job
+
+    with dg.instance_for_test() as instance:
+        report = run_main_job(instance, database=str(database), landing_dir=str(landing_dir), as_of=as_of)
+        out: dict = {
+            "success": report.success,
+            "error": report.error,
+            "end_to_end_s": round(report.seconds, 3),
+            "step_s": {k: round(v, 3) for k, v in sorted(report.step_seconds.items())},
+        }
+        for name, probe in PROBES.items():
+            try:
+                out[name] = probe(instance, database, landing_dir, as_of)
+            except Exception as exc:  # a missing capability is reported, never hidden
+                out[name] = {"error": f"{type(exc).__name__}: {exc}"}
+    out["peak_rss_mb"] = round(_peak_rss_mb(), 1)
+    return out
+
+
+PROBES: dict[str, Callable[[dg.DagsterInstance, Path, Path, str], dict]] = {}
+
+
+def probe(name: str):
+    def register(fn):
+        PROBES[name] = fn
+        return fn
+
+    return register
+
+
+def benchmark(
+    scale: float, repeats: int, workdir: Path | None = None, say: Callable[[str], None] = lambda _m: None
+) -> dict:
+    from tradingmem_assets.demo import DEMO_AS_OF, write_demo_world
+
+    root = Path(workdir or tempfile.mkdtemp(prefix="tradingmem-bench-"))
+    landing = root / "landing"
+    say(f"generating landing data at scale {scale}")
+    started = time.perf_counter()
+    summary = write_demo_world(landing, scale=scale)
+    generate_s = time.perf_counter() - started
+    runs = []
+    for i in range(repeats):
+        database = root / f"run{i}" / "tradingmem.duckdb"
+        database.parent.mkdir(parents=True, exist_ok=True)
+        say(f"repetition {i + 1}/{repeats}")
+        proc = subprocess.run(
+            [sys.executable, "-m", "tradingmem_assets.benchmark", "--one", str(landing), str(database),
+             DEMO_AS_OF.isoformat()],
+            capture_output=True,
+            text=True,
+        )
+        if proc.returncode != 0:
+            raise RuntimeError(f"benchmark repetition {i + 1} failed:\n{proc.stderr[-4000:]}")
+        runs.append(json.loads(proc.stdout.strip().splitlines()[-1]))
+    steps = sorted({k for r in runs for k in r["step_s"]})
+    median = {
+        "end_to_end_s": statistics.median(r["end_to_end_s"] for r in runs),
+        "peak_rss_mb": statistics.median(r["peak_rss_mb"] for r in runs),
+        "step_s": {k: statistics.median(r["step_s"].get(k, 0.0) for r in runs) for k in steps},
+    }
+    for name in PROBES:
+        values = [r[name] for r in runs if isinstance(r.get(name), dict) and "error" not in r[name]]
+        if values:
+            median[name] = {k: statistics.median(v[k] for v in values) for k in values[0]}
+    return {
+        "scale": scale,
+        "repeats": repeats,
+        "landing_rows": summary.rows,
+        "decisions": summary.rows.get("trading_decisions"),
+        "generate_s": round(generate_s, 3),
+        "median": median,
+        "runs": runs,
+    }
+
+
+def format_report(report: dict) -> str:
+    m = report["median"]
+    lines = [
+        f"scale {report['scale']} ({report['decisions']:,} decisions), {report['repeats']} repetition(s), "
+        f"landing generated in {report['generate_s']:.1f}s",
+        f"end-to-end (median): {m['end_to_end_s']:.2f}s   peak RSS (median): {m['peak_rss_mb']:.0f} MB",
+        "per asset (median seconds):",
+    ]
+    for step, seconds in sorted(m["step_s"].items(), key=lambda kv: -kv[1]):
+        lines.append(f"  {step:<45} {seconds:8.3f}")
+    for name in PROBES:
+        if name in m:
+            lines.append(f"{name}: " + ", ".join(f"{k}={v}" for k, v in m[name].items()))
+    return "\n".join(lines)
+
+
+if __name__ == "__main__":
+    if len(sys.argv) == 5 and sys.argv[1] == "--one":
+        print(json.dumps(run_once(Path(sys.argv[2]), Path(sys.argv[3]), sys.argv[4])))
+    else:
+        print(__doc__)
+        sys.exit(2)

@@ -1,0 +1,26 @@
+"""`tradingmem benchmark`: measured performance at a scale factor (SPEC section 14)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import click
+
+from tradingmem_assets.cli.common import json_option, progress
+
+
+@click.command("benchmark")
+@click.option("--scale", type=float, default=0.1, show_default=True, help="Scale factor (1 ≈ 100,000 decisions).")
+@click.option("--repeat", "repeats", type=click.IntRange(1, 20), default=3, show_default=True)
+@click.option("--workdir", type=click.Path(file_okay=False), default=None, help="Keep the data here.")
+@json_option
+def benchmark_cmd(scale: float, repeats: int, workdir: str | None, as_json: bool):
+    """Generate data at a scale factor, run the main job REPEAT times, report medians."""
+    from tradingmem_assets.benchmark import benchmark, format_report
+
+    report = benchmark(scale, repeats, Path(workdir) if workdir else None, say=progress(as_json))
+    return report, format_report(report)
+
+
+def register(group: click.Group) -> None:
+    group.add_command(benchmark_cmd)
