@@ -67,7 +67,7 @@ def run_main_job(
         backup_dir=str(Path(database).parent / "backups"),
         as_of=as_of,
     )
-    job = defs().get_job_def(job_name)
+    job = defs().resolve_job_def(job_name)
     started = time.perf_counter()
     result = job.execute_in_process(
         instance=instance, resources={"warehouse": resource}, raise_on_error=False

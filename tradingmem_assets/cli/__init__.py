@@ -22,7 +22,7 @@ def main() -> None:
 
 def _register_all() -> None:
     for info in sorted(pkgutil.iter_modules(__path__), key=lambda m: m.name):
-        if info.name == "common":
+        if info.name == "common" or info.name.startswith("_"):
             continue
         module = importlib.import_module(f"{__name__}.{info.name}")
         register = getattr(module, "register", None)

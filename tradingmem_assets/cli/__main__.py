@@ -1,0 +1,3 @@
+from tradingmem_assets.cli import main
+
+main()
