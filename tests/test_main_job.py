@@ -105,3 +105,34 @@ def test_same_inputs_and_as_of_give_identical_derived_rows(demo_run, tmp_path):
     finally:
         a.close()
         b.close()
+
+
+def test_explain_walks_a_lesson_back_to_decision_execution_fills_and_run(demo_run):
+    root, _ = demo_run
+    db = str(root / "data" / "tradingmem.duckdb")
+    env = {**os.environ, "TRADINGMEM_DB": db}
+    con = duckdb.connect(db, read_only=True)
+    try:
+        [(case_id,)] = con.execute(
+            "SELECT case_id FROM role_reflections WHERE lesson IS NOT NULL ORDER BY case_id LIMIT 1"
+        ).fetchall()
+    finally:
+        con.close()
+    proc = subprocess.run(
+        [sys.executable, "-m", "tradingmem_assets.cli", "explain", "lesson", case_id, "--json"],
+        env=env, capture_output=True, text=True, timeout=120,
+    )
+    assert proc.returncode == 0, proc.stderr
+    doc = json.loads(proc.stdout)
+    assert doc["reflections"][0]["lesson"]
+    assert doc["decision"]["decision_id"] == doc["case"]["decision_id"] == doc["execution"]["decision_id"]
+    assert doc["fills"] and all(f["execution_id"] == doc["case"]["execution_id"] for f in doc["fills"])
+    primary = [r for r in doc["evaluation_runs"] if r["is_primary"]]
+    assert [r["run_id"] for r in primary] == [doc["case"]["primary_run_id"]]
+    assert {c["component"] for c in primary[0]["components"]} >= {"raw_return", "excess_return", "volatility"}
+
+    missing = subprocess.run(
+        [sys.executable, "-m", "tradingmem_assets.cli", "explain", "case", "rc_does_not_exist"],
+        env=env, capture_output=True, text=True, timeout=120,
+    )
+    assert missing.returncode != 0 and "no role case rc_does_not_exist" in missing.stderr
