@@ -75,6 +75,7 @@ class Settings:
     audit_cron_enabled: bool
     audit_min_idle_s: float
     audit_max_deferrals: int
+    audit_interval_s: float  # how often the busy-aware audit trigger ticks (default hourly)
     memory_stale_days: int
     migration_start: str
     llm_base_url: str | None
@@ -113,6 +114,7 @@ def load_settings(env: Mapping[str, str] | None = None) -> Settings:
         audit_cron_enabled=_bool(env, "METHODOLOGY_AUDIT_CRON_ENABLED", False),
         audit_min_idle_s=_number(env, "METHODOLOGY_AUDIT_MIN_IDLE_S", 600.0),
         audit_max_deferrals=_number(env, "METHODOLOGY_AUDIT_MAX_DEFERRALS", 6, int),
+        audit_interval_s=_number(env, "METHODOLOGY_AUDIT_INTERVAL_S", 3600.0),
         memory_stale_days=_number(env, "MEMORY_STALE_DAYS", 365, int),
         migration_start=env.get("TRADINGMEM_MIGRATION_START", "2020-01-01"),
         llm_base_url=env.get("TRADINGMEM_LLM_BASE_URL") or None,

@@ -41,3 +41,17 @@ def jaccard_4gram(a: str, b: str) -> float:
     if not sa or not sb:
         return 0.0
     return len(sa & sb) / len(sa | sb)
+
+
+def tfidf_vectors(texts: Sequence[str]):
+    """L2-normalized TF-IDF rows (scipy CSR) fit on ``texts``, or None when TF-IDF fails (no vocabulary).
+
+    Row dot products are cosine similarities; a text without any token gets an all-zero row,
+    which callers treat as "TF-IDF failed for this text".
+    """
+    if not texts:
+        return None
+    try:
+        return _vectorizer().fit_transform([t or "" for t in texts])
+    except ValueError:
+        return None

@@ -39,3 +39,31 @@ PRODUCT_RISK_LEVELS = ("R1", "R2", "R3", "R4", "R5")
 TRANSACTION_SIDES = ("buy", "sell")
 KB_VISIBILITIES = ("public", "internal")
 MESSAGE_ROLES = ("user", "assistant")
+
+MIGRATION_STATUSES = ("migrated", "quarantined")
+
+# Role memory (SPEC sections 5-7)
+CASE_STATUSES = ("eligible", "pending", "ineligible", "quarantined")
+CASE_REASONS = (
+    "unknown_role",
+    "role_not_declared_by_skill",
+    "no_preview",
+    "preview_not_consumed",
+    "preview_consumed_multiple",
+    "no_execution",
+    "link_mismatch",  # always written with its field: link_mismatch:<field>
+    "automated_source",
+    "unverified_external",
+    "unknown_source",
+    "not_settled",
+    "no_primary_run",
+    "insufficient_evaluation",
+)
+LINK_FIELDS = ("decision_id", "symbol", "direction", "account_id", "market")
+OUTCOMES = ("win", "loss", "flat")
+REFLECTION_CLASSES = ("variance", "exogenous", "missing_data", "logic_error", "sound")
+TRAINABLE_CLASSES = ("missing_data", "logic_error")
+RECALLABLE_CLASSES = ("missing_data", "logic_error", "sound")
+
+# LLM budget (SPEC section 8)
+BUDGET_CATEGORIES = ("reflection", "review", "synthesis", "institution")

@@ -78,4 +78,6 @@ def warehouse_from_env() -> WarehouseResource:
 
 @dg.definitions
 def resources() -> dg.Definitions:
-    return dg.Definitions(resources={"warehouse": warehouse_from_env()})
+    # DuckDB has one writer: ad-hoc runs (`dagster asset materialize`, UI backfills) execute their
+    # steps in one process too, instead of one subprocess per step contending for the file lock.
+    return dg.Definitions(resources={"warehouse": warehouse_from_env()}, executor=dg.in_process_executor)

@@ -1,0 +1,229 @@
+"""`tradingmem audit run|show|trend|findings`: the methodology audit from the command line.
+
+`audit run` materializes ``methodology_audit_reports`` through ``methodology_audit_job`` on the
+same Dagster instance as the UI, so a CLI pass is a recorded run like any other (and the isolation
+sensor checks it). The other commands read the report table read-only.
+"""
+
+from __future__ import annotations
+
+import json
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+from typing import Any
+
+import click
+
+from tradingmem_assets.cli.common import CliError, dagster_instance, db_path, json_option, progress, warehouse
+from tradingmem_assets.core.audit_scoring import DIMENSIONS, SEVERITIES
+from tradingmem_assets.warehouse import read_frame, table_exists
+
+REPORTS_TABLE = "main.methodology_audit_reports"
+JSON_COLUMNS = ("dimension_scores", "dimension_weights_used", "findings", "advisory_actions")
+SPARK = "▁▂▃▄▅▆▇█"
+NO_SCORE = "·"
+
+
+def sparkline(values: list[float | None]) -> str:
+    """One character per pass on an absolute 0-100 scale; a pass without a composite is a dot."""
+    out = []
+    for v in values:
+        if v is None:
+            out.append(NO_SCORE)
+        else:
+            out.append(SPARK[min(len(SPARK) - 1, max(0, int(float(v) / 100 * len(SPARK))))])
+    return "".join(out)
+
+
+def _document(row: dict[str, Any]) -> dict[str, Any]:
+    doc = dict(row)
+    for col in JSON_COLUMNS:
+        doc[col] = json.loads(doc[col]) if doc.get(col) else ({} if "dimension" in col else [])
+    if isinstance(doc.get("ran_at"), datetime):
+        doc["ran_at"] = doc["ran_at"].astimezone(UTC).isoformat()
+    return doc
+
+
+def _render(doc: dict[str, Any]) -> str:
+    composite = doc.get("composite")
+    score = "n/a" if composite is None else f"{composite:.1f}"
+    lines = [
+        f"audit pass {doc['pass_id']}  ran {doc['ran_at']}  window {doc['window_days']} d",
+        f"composite {score}  tier {doc['tier']}  isolation {'ok' if doc['isolation_ok'] else 'VIOLATED'}",
+    ]
+    weights = doc.get("dimension_weights_used") or {}
+    for dim in DIMENSIONS:
+        value = (doc.get("dimension_scores") or {}).get(dim)
+        text = "n/a (too little data)" if value is None else f"{value:6.1f}  weight {weights.get(dim, 0):.3f}"
+        lines.append(f"  {dim:<22} {text}")
+    findings = doc.get("findings") or []
+    lines.append(f"findings: {len(findings)}")
+    lines += [f"  [{f['severity']}] {f['dimension']}: {f['message']}" for f in findings]
+    actions = doc.get("advisory_actions") or []
+    if actions:
+        lines.append("advisory actions:")
+        lines += [f"  - {a['action']} ({a['reason']})" for a in actions]
+    return "\n".join(lines)
+
+
+def _require_reports(con) -> None:
+    if not table_exists(con, REPORTS_TABLE):
+        raise CliError(
+            "no audit report yet: methodology_audit_reports is not materialized (run `tradingmem audit run`)"
+        )
+
+
+def _read_reports():
+    if not Path(db_path()).exists():
+        raise CliError(
+            f"warehouse {db_path()} does not exist yet: run `tradingmem audit run` or the main job first"
+        )
+    return warehouse(read_only=True)
+
+
+def _report(pass_id: str | None) -> dict[str, Any]:
+    with _read_reports() as con:
+        _require_reports(con)
+        if pass_id is None:
+            frame = read_frame(
+                con, f"SELECT * FROM {REPORTS_TABLE} ORDER BY ran_at DESC, pass_id DESC LIMIT 1"
+            )
+            if frame.height == 0:
+                raise CliError("no audit report yet (run `tradingmem audit run`)")
+        else:
+            frame = read_frame(con, f"SELECT * FROM {REPORTS_TABLE} WHERE pass_id = ?", [pass_id])
+            if frame.height == 0:
+                raise CliError(f"no audit pass with id {pass_id!r}")
+    return _document(frame.row(0, named=True))
+
+
+def _failure_message(result) -> str:
+    for event in result.all_events:
+        if event.is_step_failure and event.step_failure_data and event.step_failure_data.error:
+            return event.step_failure_data.error.message.strip().splitlines()[0]
+    return "see the run in the Dagster UI"
+
+
+def run_audit_pass(window_days: int) -> tuple[str, str]:
+    """One audit pass as a run of methodology_audit_job on the UI's instance: (run_id, pass_id)."""
+    import dagster as dg
+
+    from tradingmem_assets.defs.audit.assets import methodology_audit_reports
+    from tradingmem_assets.defs.audit.jobs import AUDIT_JOB_NAME, methodology_audit_job
+    from tradingmem_assets.defs.resources import warehouse_from_env
+
+    definitions = dg.Definitions(
+        assets=[methodology_audit_reports],
+        jobs=[methodology_audit_job],
+        resources={"warehouse": warehouse_from_env()},
+    )
+    job = definitions.resolve_job_def(AUDIT_JOB_NAME)
+    run_config = {
+        "ops": {"methodology_audit_reports": {"config": {"window_days": window_days}}},
+        "loggers": {"console": {"config": {"log_level": "WARNING"}}},
+    }
+    with dagster_instance() as instance:
+        result = job.execute_in_process(
+            run_config=run_config, instance=instance, raise_on_error=False, tags={"tradingmem/trigger": "cli"}
+        )
+    if not result.success:
+        raise CliError(f"audit run {result.run_id} failed: {_failure_message(result)}")
+    materializations = result.asset_materializations_for_node("methodology_audit_reports")
+    pass_id = materializations[0].metadata["pass_id"].value
+    return result.run_id, str(pass_id)
+
+
+def register(group: click.Group) -> None:
+    @group.group("audit")
+    def audit() -> None:
+        """The methodology audit: a 0-100 health score of the learning loop (never writes learning state)."""
+
+    @audit.command("run")
+    @click.option(
+        "--window-days", type=click.IntRange(min=1), default=30, show_default=True, help="Days before as_of."
+    )
+    @json_option
+    def run_cmd(window_days: int, as_json: bool):
+        """Run one audit pass now (a real materialization recorded in the Dagster instance)."""
+        say = progress(as_json)
+        say(f"running one audit pass over the last {window_days} day(s) ...")
+        run_id, pass_id = run_audit_pass(window_days)
+        say(f"run {run_id} recorded pass {pass_id}")
+        doc = {"run_id": run_id, **_report(pass_id)}
+        return doc, _render(doc)
+
+    @audit.command("show")
+    @click.option("--latest", "latest", is_flag=True, help="The newest pass (the default).")
+    @click.option("--pass", "pass_id", default=None, help="A pass id (ap_...).")
+    @json_option
+    def show_cmd(latest: bool, pass_id: str | None, as_json: bool):
+        """Show one audit report."""
+        if latest and pass_id:
+            raise CliError("give either --latest or --pass ID, not both")
+        doc = _report(pass_id)
+        return doc, _render(doc)
+
+    @audit.command("trend")
+    @click.option(
+        "--days", type=click.IntRange(min=1), default=30, show_default=True, help="Passes ran since."
+    )
+    @json_option
+    def trend_cmd(days: int, as_json: bool):
+        """Composite history with a sparkline; passes that changed learning tables are excluded."""
+        since = datetime.now(UTC) - timedelta(days=days)  # ran_at is the wall clock of each pass
+        with _read_reports() as con:
+            _require_reports(con)
+            frame = read_frame(
+                con,
+                f"SELECT pass_id, ran_at, composite, tier, isolation_ok FROM {REPORTS_TABLE} "
+                "WHERE ran_at >= ? ORDER BY ran_at, pass_id",
+                [since],
+            )
+        kept = frame.filter(frame.get_column("isolation_ok").fill_null(False))
+        excluded = frame.height - kept.height
+        passes = [
+            {
+                "pass_id": r["pass_id"],
+                "ran_at": r["ran_at"].astimezone(UTC).isoformat(),
+                "composite": r["composite"],
+                "tier": r["tier"],
+            }
+            for r in kept.to_dicts()
+        ]
+        scores = [p["composite"] for p in passes]
+        scored = [s for s in scores if s is not None]
+        doc = {
+            "days": days,
+            "since": since.isoformat(),
+            "passes": passes,
+            "excluded_isolation_violations": excluded,
+            "sparkline": sparkline(scores),
+            "latest": passes[-1] if passes else None,
+            "min": min(scored) if scored else None,
+            "max": max(scored) if scored else None,
+            "mean": sum(scored) / len(scored) if scored else None,
+        }
+        if not passes:
+            text = f"no audit pass in the last {days} day(s)"
+        else:
+            last = passes[-1]
+            last_score = "n/a" if last["composite"] is None else f"{last['composite']:.1f}"
+            latest = f"latest {last_score} ({last['tier']})"
+            text = f"{doc['sparkline']}  {len(passes)} pass(es) in {days} d; {latest}"
+        if excluded:
+            text += f"\n{excluded} pass(es) excluded: learning tables changed during the pass"
+        return doc, text
+
+    @audit.command("findings")
+    @click.option("--severity", type=click.Choice(SEVERITIES), default=None, help="Only this severity.")
+    @click.option("--pass", "pass_id", default=None, help="A pass id (default: the newest pass).")
+    @json_option
+    def findings_cmd(severity: str | None, pass_id: str | None, as_json: bool):
+        """Drill into the findings of the newest (or a given) pass."""
+        doc = _report(pass_id)
+        findings = [f for f in doc["findings"] if severity is None or f["severity"] == severity]
+        out = {"pass_id": doc["pass_id"], "ran_at": doc["ran_at"], "severity": severity, "findings": findings}
+        if not findings:
+            return out, f"no {severity + ' ' if severity else ''}finding in pass {doc['pass_id']}"
+        text = "\n".join(f"[{f['severity']}] {f['dimension']}: {f['message']}" for f in findings)
+        return out, text

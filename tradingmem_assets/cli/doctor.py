@@ -1,0 +1,145 @@
+"""`tradingmem doctor`: what in the warehouse needs an operator (exit code 1 when something does).
+
+Reads the warehouse read-only and aggregates in SQL; the judgement lives in ``core/doctor.py``.
+A table that does not exist yet is reported as not materialized, never a crash.
+"""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime
+from pathlib import Path
+
+import click
+import duckdb
+
+from tradingmem_assets.cli.common import as_of_now, db_path, json_option, warehouse
+from tradingmem_assets.core import doctor as rules
+from tradingmem_assets.core.registry import load_registry
+from tradingmem_assets.settings import SETTINGS
+from tradingmem_assets.warehouse import read_frame, table_exists
+
+ROLE_CASES = "main.role_cases"
+DECISIONS = "raw.trading_decisions"
+EVALUATION_RUNS = "main.evaluation_runs"
+MEMORY_UNITS = "raw.memory_unit"
+LLM_USAGE = "main.llm_usage"
+AUDIT_REPORTS = "main.methodology_audit_reports"
+HEARTBEATS = "main.methodology_cron_runs"
+REJECTS = "main.raw_rejects"
+
+CHECK_TABLES = {
+    "overdue_pending_cases": (ROLE_CASES,),
+    "evaluation_runs": (EVALUATION_RUNS,),
+    "quarantined_cases": (ROLE_CASES,),
+    "memory_units_awaiting_adjudication": (MEMORY_UNITS,),
+    "llm_budget": (LLM_USAGE,),
+    "last_audit": (AUDIT_REPORTS,),
+    "learning_heartbeat": (HEARTBEATS,),
+    "landing_rejects": (REJECTS,),
+}
+
+
+def _first_row(con: duckdb.DuckDBPyConnection, sql: str) -> dict | None:
+    frame = read_frame(con, sql)
+    return frame.row(0, named=True) if frame.height else None
+
+
+def _pending_cases(con: duckdb.DuckDBPyConnection, as_of: datetime) -> rules.DoctorCheck:
+    maturity = {r.role_id: r.maturity_days for r in load_registry(SETTINGS.roles_file).roles.values()}
+    if table_exists(con, DECISIONS):
+        since, join = "coalesce(d.decided_at, c.created_at)", f"LEFT JOIN {DECISIONS} d USING (decision_id)"
+    else:
+        since, join = "c.created_at", ""
+    pending = read_frame(
+        con,
+        f"SELECT c.case_id, c.role_id, CAST({since} AS TIMESTAMPTZ) AS since "
+        f"FROM {ROLE_CASES} c {join} WHERE c.status = 'pending'",
+    )
+    return rules.overdue_pending_cases(pending, maturity, as_of)
+
+
+def _budget(con: duckdb.DuckDBPyConnection) -> rules.DoctorCheck:
+    from tradingmem_assets.core.budget import budget_summary
+
+    return rules.budget_status(budget_summary(con))
+
+
+def _checks(con: duckdb.DuckDBPyConnection | None, as_of: datetime, now: datetime) -> list[rules.DoctorCheck]:
+    def exists(table: str) -> bool:
+        return con is not None and table_exists(con, table)
+
+    gathered: dict[str, rules.DoctorCheck] = {}
+    if exists(ROLE_CASES):
+        gathered["overdue_pending_cases"] = _pending_cases(con, as_of)
+        gathered["quarantined_cases"] = rules.quarantined_by_reason(
+            read_frame(
+                con,
+                f"SELECT case_id, reasons FROM {ROLE_CASES} "
+                "WHERE status = 'quarantined' OR coalesce(CAST(quarantined AS BOOLEAN), false)",
+            )
+        )
+    if exists(EVALUATION_RUNS):
+        gathered["evaluation_runs"] = rules.evaluation_status(
+            read_frame(
+                con,
+                f"SELECT status, coalesce(is_primary, false) AS is_primary, count(*) AS n "
+                f"FROM {EVALUATION_RUNS} GROUP BY ALL",
+            )
+        )
+    if exists(MEMORY_UNITS):
+        gathered["memory_units_awaiting_adjudication"] = rules.adjudication_backlog(
+            read_frame(
+                con,
+                f"SELECT unit_id, customer_id, fact_key, conflict_count FROM {MEMORY_UNITS} "
+                "WHERE conflict_count > 0",
+            )
+        )
+    if exists(LLM_USAGE):
+        gathered["llm_budget"] = _budget(con)
+    if exists(AUDIT_REPORTS):
+        latest = _first_row(
+            con,
+            f"SELECT pass_id, ran_at, tier, composite, isolation_ok FROM {AUDIT_REPORTS} "
+            "ORDER BY ran_at DESC, pass_id DESC LIMIT 1",
+        )
+        violations = read_frame(con, f"SELECT count(*) AS n FROM {AUDIT_REPORTS} WHERE NOT isolation_ok")
+        gathered["last_audit"] = rules.last_audit(latest, int(violations.item()))
+    if exists(HEARTBEATS):
+        latest = _first_row(
+            con, f"SELECT status, CAST(ts AS TIMESTAMPTZ) AS ts FROM {HEARTBEATS} ORDER BY ts DESC LIMIT 1"
+        )
+        gathered["learning_heartbeat"] = rules.heartbeat_staleness(latest, now)
+    if exists(REJECTS):
+        gathered["landing_rejects"] = rules.landing_rejects(
+            read_frame(
+                con,
+                f"SELECT table_name, count(*) AS n, mode(reason) AS top_reason "
+                f"FROM {REJECTS} GROUP BY table_name",
+            )
+        )
+    return [
+        gathered.get(name) or rules.not_materialized(name, *tables) for name, tables in CHECK_TABLES.items()
+    ]
+
+
+def diagnose(as_of: datetime, now: datetime | None = None) -> dict:
+    """The doctor's report for the warehouse at TRADINGMEM_DB (a missing file: nothing materialized)."""
+    now = now or datetime.now(UTC)  # heartbeats record the wall clock, so their age does too
+    if not Path(db_path()).exists():
+        document = rules.report(_checks(None, as_of, now), as_of)
+    else:
+        with warehouse(read_only=True) as con:
+            document = rules.report(_checks(con, as_of, now), as_of)
+    return {"warehouse": db_path(), **document}
+
+
+@click.command("doctor")
+@json_option
+def doctor_cmd(as_json: bool):
+    """Report what needs an operator: overdue cases, evaluation gaps, quarantine, backlog, budget, audit."""
+    document = diagnose(as_of_now())
+    return document, rules.render(document), 1 if document["needs_action"] else 0
+
+
+def register(group: click.Group) -> None:
+    group.add_command(doctor_cmd)

@@ -1,0 +1,158 @@
+"""`tradingmem learnings top|recent|suggest|delete`: inspect, query and prune the learned tool sequences.
+
+``delete`` writes a tombstone (``learning_deletions``) and removes the row; the learnings asset
+honours tombstones, so the deletion sticks across re-materializations (the turns that formed the
+learning are kept in ``learning_reviews`` as ``suppressed_deleted``).
+"""
+
+from __future__ import annotations
+
+import json
+
+import click
+
+from tradingmem_assets.cli.common import CliError, as_of_now, json_option, warehouse
+from tradingmem_assets.warehouse import ensure_table, read_frame, table_exists, transaction
+
+COLUMNS = (
+    "learning_id, name, trigger, success_count, failure_count, ignored_count, weight, required_tier, "
+    "created_at, last_used_at"
+)
+
+
+def _disabled_note() -> str | None:
+    from tradingmem_assets.settings import SETTINGS
+
+    return None if SETTINGS.learning_enabled else "learning is disabled (LEARNING_ENABLED=false)"
+
+
+def _rows(sql: str, params: list) -> list[dict]:
+    with warehouse(read_only=True) as con:
+        if not table_exists(con, "main.learnings"):
+            raise CliError("table learnings does not exist yet: run trading_memory_job first")
+        return read_frame(con, sql, params).to_dicts()
+
+
+def _table(rows: list[dict], extra: str | None = None) -> str:
+    if not rows:
+        return "(no learnings)"
+    lines = [f"{'learning_id':<20} {'ok':>4} {'fail':>4} {'ign':>4} {'weight':>6} {'tier':>4}  name"]
+    for r in rows:
+        lines.append(
+            f"{r['learning_id']:<20} {r['success_count']:>4} {r['failure_count']:>4} {r['ignored_count']:>4} "
+            f"{r['weight']:>6.3f} {r['required_tier']:>4}  {r['name']}"
+            + (f"  [{extra}={r[extra]:.3f}]" if extra else "")
+        )
+    return "\n".join(lines)
+
+
+@click.group("learnings")
+def learnings_group() -> None:
+    """Learned tool sequences: the best, the recent, suggestions for a message, deletion."""
+
+
+@learnings_group.command("top")
+@click.option("-n", "--limit", type=click.IntRange(1, 1000), default=20, show_default=True)
+@json_option
+def top(limit: int, as_json: bool):
+    """Learnings by success_count - failure_count (then weight)."""
+    rows = _rows(
+        f"SELECT {COLUMNS} FROM main.learnings "
+        "ORDER BY success_count - failure_count DESC, weight DESC, learning_id LIMIT ?",
+        [limit],
+    )
+    note = _disabled_note()
+    return {"learnings": rows, "note": note}, (f"{note}\n" if note else "") + _table(rows)
+
+
+@learnings_group.command("recent")
+@click.option("-n", "--limit", type=click.IntRange(1, 1000), default=10, show_default=True)
+@json_option
+def recent(limit: int, as_json: bool):
+    """Learnings most recently used (a learned turn or an adopted suggestion)."""
+    rows = _rows(
+        f"SELECT {COLUMNS} FROM main.learnings WHERE last_used_at IS NOT NULL "
+        "ORDER BY last_used_at DESC, learning_id LIMIT ?",
+        [limit],
+    )
+    note = _disabled_note()
+    return {"learnings": rows, "note": note}, (f"{note}\n" if note else "") + _table(rows)
+
+
+@learnings_group.command("suggest")
+@click.argument("message")
+@click.option("-k", "k", type=click.IntRange(1, 100), default=None, help="How many (default LEARNING_TOP_K).")
+@click.option(
+    "--max-tier", type=click.IntRange(1, 4), default=None, help="Highest tool tier the caller may use."
+)
+@json_option
+def suggest_cmd(message: str, k: int | None, max_tier: int | None, as_json: bool):
+    """Top-K learnings for MESSAGE, ranked by TF-IDF similarity x weight."""
+    from tradingmem_assets.cli.common import db_path
+    from tradingmem_assets.core.learnings import suggest
+
+    note = _disabled_note()
+    if note:
+        return {"enabled": False, "suggestions": [], "note": note}, note
+    rows = suggest(message, k=k, max_tier=max_tier, database=db_path())
+    document = {"enabled": True, "message": message, "max_tier": max_tier, "suggestions": rows}
+    if not rows:
+        return document, "no learning matches this message"
+    lines = [
+        f"{i}. {r['learning_id']} score={r['score']:.3f} (similarity {r['similarity']:.3f} x weight "
+        f"{r['weight']:.3f}) tier {r['required_tier']}\n   trigger: {r['trigger']}\n   {r['guidance']}"
+        for i, r in enumerate(rows, start=1)
+    ]
+    return document, "\n".join(lines)
+
+
+@learnings_group.command("delete")
+@click.argument("learning_id")
+@click.option("--reason", default="deleted by operator", show_default=True)
+@json_option
+def delete(learning_id: str, reason: str, as_json: bool):
+    """Delete a learning for good: a tombstone the learnings asset honours on every later run."""
+    import polars as pl
+
+    from tradingmem_assets.core.learnings import DELETIONS_SCHEMA
+
+    deleted_at = as_of_now()
+    with warehouse(read_only=False) as con:
+        exists = table_exists(con, "main.learnings") and bool(
+            con.execute(
+                "SELECT count(*) FROM main.learnings WHERE learning_id = ?", [learning_id]
+            ).fetchall()[0][0]
+        )
+        tombstoned = table_exists(con, "main.learning_deletions") and bool(
+            con.execute(
+                "SELECT count(*) FROM main.learning_deletions WHERE learning_id = ?", [learning_id]
+            ).fetchall()[0][0]
+        )
+        if not exists and not tombstoned:
+            raise CliError(f"no learning {learning_id!r} (see `tradingmem learnings top`)")
+        with transaction(con):
+            ensure_table(con, "main.learning_deletions", pl.DataFrame(schema=DELETIONS_SCHEMA))
+            if not tombstoned:
+                con.execute(
+                    "INSERT INTO main.learning_deletions (learning_id, deleted_at, reason) VALUES (?, ?, ?)",
+                    [learning_id, deleted_at, reason],
+                )
+            if exists:
+                con.execute("DELETE FROM main.learnings WHERE learning_id = ?", [learning_id])
+    document = {
+        "learning_id": learning_id,
+        "deleted": exists,
+        "already_tombstoned": tombstoned,
+        "deleted_at": deleted_at,
+        "reason": reason,
+    }
+    text = (
+        f"deleted {learning_id}; it stays deleted on every later run (tombstone in learning_deletions)"
+        if exists
+        else f"{learning_id} was already deleted"
+    )
+    return json.loads(json.dumps(document, default=str)), text
+
+
+def register(group: click.Group) -> None:
+    group.add_command(learnings_group)

@@ -1,0 +1,411 @@
+"""Memory layers (SPEC section 10): short-term session contexts and mid- to long-term promotion.
+
+Everything here is set-based Polars over plain frames; no Dagster, no database handle (except
+``count_units_awaiting_adjudication``, which only reads ``raw.memory_unit`` for the doctor).
+
+Rules this module commits to (also in docs/profile.md):
+- A session is active at ``as_of`` when its newest message is at most 30 minutes before ``as_of``
+  and its oldest message at most 24 hours before it (both inclusive); messages after ``as_of`` do
+  not exist yet. A session whose messages name more than one customer is never given a context
+  (it would show one customer's words to another); it is reported instead.
+- Token estimate of a text: every CJK character (Han, kana, Hangul, CJK and full-width
+  punctuation) counts 1 token, the remaining characters count ceil(n / 4).
+- A context holds the newest messages whose running estimate (newest first) stays within 4096
+  tokens. When the newest message alone is over the budget it is kept, cut to the longest prefix
+  that fits, and marked ``truncated``.
+- A memory unit's status, first match wins: ``not_yet_valid`` (valid_from > as_of), ``expired``
+  (valid_until <= as_of), ``awaiting_adjudication`` (conflict_count > 0), ``below_threshold``
+  (evidence_count < 2 and confidence < 0.90), ``stale`` (updated_at older than MEMORY_STALE_DAYS
+  before as_of: a demotion), else ``promoted``. ``reasons`` lists every code that applies.
+- A promoted unit becomes one user_fact: ``fact_id`` = ``uf_`` + sha256(unit_id)[:16];
+  ``promoted_at`` = max(valid_from, updated_at), the instant the unit's current state first met
+  the rule, so a fact keeps its promotion time across runs.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from datetime import datetime, timedelta
+
+import duckdb
+import polars as pl
+
+SESSION_IDLE = timedelta(minutes=30)
+SESSION_MAX_AGE = timedelta(hours=24)
+SESSION_TOKEN_BUDGET = 4096
+
+PROMOTION_MIN_EVIDENCE = 2
+PROMOTION_MIN_CONFIDENCE = 0.90
+
+RISK_LEVEL_KEY = "preference:risk_level"
+ASSET_CLASS_KEY = "preference:asset_class"
+HORIZON_KEY = "profile:investment_horizon"
+CRITICAL_FACT_KEYS: tuple[str, ...] = (RISK_LEVEL_KEY, HORIZON_KEY)
+
+UNIT_STATUSES = ("not_yet_valid", "expired", "awaiting_adjudication", "below_threshold", "stale", "promoted")
+
+# Han (incl. extension A and compatibility), kana, Hangul, CJK and full-width punctuation. Literal
+# characters, so Python's ``re`` and Polars' Rust regex read the same class.
+CJK_CLASS = (
+    "[\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff\u3040-\u30ff\u31f0-\u31ff"
+    "\u1100-\u11ff\u3130-\u318f\uac00-\ud7af\u3000-\u303f\uff00-\uffef]"
+)
+
+TS = pl.Datetime("us", "UTC")
+
+SESSION_CONTEXTS_SCHEMA = pl.Schema(
+    {
+        "session_id": pl.String(),
+        "customer_id": pl.String(),
+        "messages": pl.String(),
+        "token_estimate": pl.Int64(),
+        "message_count": pl.Int64(),
+        "started_at": TS,
+        "last_message_at": TS,
+    }
+)
+
+MEMORY_PROMOTIONS_SCHEMA = pl.Schema(
+    {
+        "unit_id": pl.String(),
+        "customer_id": pl.String(),
+        "fact_key": pl.String(),
+        "fact_value": pl.String(),
+        "status": pl.String(),
+        "reasons": pl.List(pl.String()),
+        "detail": pl.String(),
+        "confidence": pl.Float64(),
+        "evidence_count": pl.Int64(),
+        "conflict_count": pl.Int64(),
+        "valid_from": TS,
+        "valid_until": TS,
+        "updated_at": TS,
+        "source_portal": pl.String(),
+        "source_episode_id": pl.String(),
+        "evidence_rows": pl.Int64(),
+    }
+)
+
+USER_FACTS_SCHEMA = pl.Schema(
+    {
+        "fact_id": pl.String(),
+        "customer_id": pl.String(),
+        "fact_key": pl.String(),
+        "fact_value": pl.String(),
+        "is_critical": pl.Boolean(),
+        "confidence": pl.Float64(),
+        "evidence_count": pl.Int64(),
+        "source_unit_id": pl.String(),
+        "source_portal": pl.String(),
+        "source_episode_id": pl.String(),
+        "promoted_at": TS,
+    }
+)
+
+
+def sha256_hex(values: pl.Series) -> pl.Series:
+    """sha256 (hex) of every string of a column, computed by DuckDB over Arrow (no Python loop)."""
+    frame = pl.DataFrame({"v": values.cast(pl.String)})
+    con = duckdb.connect()
+    try:
+        con.register("_v", frame)
+        return con.sql("SELECT sha256(v) AS h FROM _v").pl().get_column("h").alias(values.name)
+    finally:
+        con.close()
+
+
+def as_utc(frame: pl.DataFrame) -> pl.DataFrame:
+    """Every timestamp column as UTC microseconds (DuckDB may hand back 'Etc/UTC' or naive values)."""
+    fixes = []
+    for name, dtype in frame.schema.items():
+        if isinstance(dtype, pl.Datetime) and dtype != TS:
+            col = pl.col(name)
+            col = (
+                col.dt.replace_time_zone("UTC")
+                if dtype.time_zone is None
+                else col.dt.convert_time_zone("UTC")
+            )
+            fixes.append(col.cast(TS).alias(name))
+    return frame.with_columns(fixes) if fixes else frame
+
+
+def hashed_ids(prefix: str, keys: pl.Series) -> pl.Series:
+    """Deterministic ids: ``prefix`` + the first 16 hex characters of sha256 of each natural key."""
+    return pl.select(pl.lit(prefix) + pl.lit(sha256_hex(keys)).str.slice(0, 16)).to_series()
+
+
+# --- short-term: session contexts ---------------------------------------------------------------
+
+
+def token_estimate_expr(column: str | pl.Expr) -> pl.Expr:
+    """Estimated tokens of a text column: CJK characters count 1, other characters ceil(n / 4)."""
+    text = (pl.col(column) if isinstance(column, str) else column).fill_null("")
+    cjk = text.str.count_matches(CJK_CLASS).cast(pl.Int64)
+    other = text.str.len_chars().cast(pl.Int64) - cjk
+    return cjk + (other + 3) // 4
+
+
+def estimate_tokens(text: str | None) -> int:
+    """The same estimate for one Python string (used to cut an oversized message)."""
+    if not text:
+        return 0
+    frame = pl.DataFrame({"t": [text]})
+    return int(frame.select(token_estimate_expr("t")).item())
+
+
+def truncate_to_budget(text: str, budget: int) -> str:
+    """The longest prefix of ``text`` whose estimate is within ``budget`` tokens."""
+    import re
+
+    cjk = re.compile(CJK_CLASS)
+    n_cjk = n_other = 0
+    for i, ch in enumerate(text):
+        if cjk.match(ch):
+            n_cjk += 1
+        else:
+            n_other += 1
+        if n_cjk + (n_other + 3) // 4 > budget:
+            return text[:i]
+    return text
+
+
+@dataclass(frozen=True)
+class SessionContexts:
+    contexts: pl.DataFrame
+    mixed_customer_sessions: pl.DataFrame  # session_id, customer_ids: active sessions refused a context
+    active_sessions: int
+
+
+def _json_list(column: str) -> pl.Expr:
+    """A list-of-struct column as a JSON array (Polars encodes structs; unwrap the outer object)."""
+    prefix = '{"' + column + '":'
+    return pl.struct(pl.col(column)).struct.json_encode().str.strip_prefix(prefix).str.strip_suffix("}")
+
+
+def session_contexts(
+    messages: pl.DataFrame,
+    as_of: datetime,
+    *,
+    idle: timedelta = SESSION_IDLE,
+    max_age: timedelta = SESSION_MAX_AGE,
+    budget: int = SESSION_TOKEN_BUDGET,
+) -> SessionContexts:
+    """Per session active at ``as_of``: its newest messages within the token budget.
+
+    ``messages``: message_id, session_id, customer_id, role, content, created_at.
+    """
+    visible = as_utc(messages).filter(pl.col("created_at") <= as_of)
+    sessions = visible.group_by("session_id").agg(
+        pl.col("created_at").min().alias("started_at"),
+        pl.col("created_at").max().alias("last_message_at"),
+        pl.col("customer_id").n_unique().alias("n_customers"),
+        pl.col("customer_id").unique().sort().alias("customer_ids"),
+    )
+    active = sessions.filter(
+        (pl.col("last_message_at") >= as_of - idle) & (pl.col("started_at") >= as_of - max_age)
+    )
+    mixed = active.filter(pl.col("n_customers") > 1).select("session_id", "customer_ids").sort("session_id")
+    usable = active.filter(pl.col("n_customers") == 1).select("session_id", "started_at", "last_message_at")
+
+    newest_first = (
+        visible.join(usable.select("session_id"), on="session_id", how="semi")
+        .with_columns(token_estimate_expr("content").alias("tokens"))
+        .sort(["session_id", "created_at", "message_id"], descending=[False, True, True])
+        .with_columns(
+            pl.col("tokens").cum_sum().over("session_id").alias("running"),
+            pl.int_range(pl.len()).over("session_id").alias("rank"),
+        )
+    )
+    kept = newest_first.filter((pl.col("running") <= budget) | (pl.col("rank") == 0)).with_columns(
+        (pl.col("tokens") > budget).alias("truncated")
+    )
+    oversized = kept.filter(pl.col("truncated"))
+    if oversized.height:  # rare: only a newest message larger than the whole budget
+        cut = oversized.select(
+            "message_id",
+            pl.Series("cut", [truncate_to_budget(t or "", budget) for t in oversized.get_column("content")]),
+        )
+        kept = (
+            kept.join(cut, on="message_id", how="left")
+            .with_columns(pl.coalesce("cut", "content").alias("content"))
+            .drop("cut")
+            .with_columns(
+                pl.when(pl.col("truncated"))
+                .then(token_estimate_expr("content"))
+                .otherwise("tokens")
+                .alias("tokens")
+            )
+        )
+    contexts = (
+        kept.sort(["session_id", "created_at", "message_id"])
+        .group_by("session_id", maintain_order=True)
+        .agg(
+            pl.col("customer_id").first(),
+            pl.struct(
+                "message_id",
+                "role",
+                "content",
+                pl.col("created_at"),
+                pl.col("tokens").alias("token_estimate"),
+                "truncated",
+            ).alias("messages"),
+            pl.col("tokens").sum().alias("token_estimate"),
+            pl.len().alias("message_count"),
+        )
+        .with_columns(_json_list("messages").alias("messages"))
+        .join(usable, on="session_id", how="left")
+        .select(SESSION_CONTEXTS_SCHEMA.names())
+        .cast(SESSION_CONTEXTS_SCHEMA)  # type: ignore[arg-type]
+        .sort("session_id")
+    )
+    return SessionContexts(contexts=contexts, mixed_customer_sessions=mixed, active_sessions=active.height)
+
+
+# Only the messages of sessions that can be active at $1 (the same rule, pushed into the read so a
+# warehouse of millions of messages is never loaded whole); ``session_contexts`` re-applies it.
+ACTIVE_SESSION_MESSAGES_SQL = f"""
+WITH active AS (
+    SELECT session_id FROM raw.conversation_message WHERE created_at <= $1
+    GROUP BY session_id
+    HAVING max(created_at) >= $1 - INTERVAL {int(SESSION_IDLE.total_seconds())} SECOND
+       AND min(created_at) >= $1 - INTERVAL {int(SESSION_MAX_AGE.total_seconds())} SECOND
+)
+SELECT m.message_id, m.session_id, m.customer_id, m.role, m.content, m.created_at
+FROM raw.conversation_message m SEMI JOIN active USING (session_id)
+WHERE m.created_at <= $1
+"""
+
+
+# --- mid-term -> long-term: promotion ------------------------------------------------------------
+
+
+def _day(column: str) -> pl.Expr:
+    return pl.col(column).dt.strftime("%Y-%m-%d")
+
+
+def classify_units(
+    units: pl.DataFrame,
+    as_of: datetime,
+    stale_days: int,
+    evidence: pl.DataFrame | None = None,
+) -> pl.DataFrame:
+    """The promotion decision of every memory unit known at ``as_of`` (created_at <= as_of).
+
+    ``units``: the columns of ``raw.memory_unit``. ``evidence`` (optional): unit_id, created_at;
+    ``evidence_rows`` counts the memory_evidence rows of the unit known at ``as_of`` (its excerpts
+    are found by ``memory_evidence.unit_id``).
+    """
+    stale_before = as_of - timedelta(days=stale_days)
+    known = as_utc(units).filter(pl.col("created_at") <= as_of)
+    codes = {
+        "not_yet_valid": pl.col("valid_from") > as_of,
+        "expired": pl.col("valid_until").is_not_null() & (pl.col("valid_until") <= as_of),
+        "awaiting_adjudication": pl.col("conflict_count") > 0,
+        "below_threshold": (pl.col("evidence_count") < PROMOTION_MIN_EVIDENCE)
+        & (pl.col("confidence") < PROMOTION_MIN_CONFIDENCE),
+        "stale": pl.col("updated_at") < stale_before,
+    }
+    details = {
+        "not_yet_valid": pl.format("not valid yet: valid_from {}", _day("valid_from")),
+        "expired": pl.format("expired: valid_until {}", _day("valid_until")),
+        "awaiting_adjudication": pl.format(
+            "waits for adjudication: conflict_count {} > 0", pl.col("conflict_count")
+        ),
+        "below_threshold": pl.format(
+            "one-off statement: evidence_count {} < {} and confidence {} < {}",
+            pl.col("evidence_count"),
+            pl.lit(PROMOTION_MIN_EVIDENCE),
+            pl.col("confidence").round(4),
+            pl.lit(f"{PROMOTION_MIN_CONFIDENCE:.2f}"),
+        ),
+        "stale": pl.format(
+            "demoted: stale, no new evidence since {} (more than MEMORY_STALE_DAYS={} days before as_of)",
+            _day("updated_at"),
+            pl.lit(stale_days),
+        ),
+    }
+    status = pl.lit("promoted")
+    detail = pl.format(
+        "promoted: evidence_count {} / confidence {} meet the threshold "
+        "(evidence >= {} or confidence >= {}), "
+        "no conflict, valid and fresh",
+        pl.col("evidence_count"),
+        pl.col("confidence").round(4),
+        pl.lit(PROMOTION_MIN_EVIDENCE),
+        pl.lit(f"{PROMOTION_MIN_CONFIDENCE:.2f}"),
+    )
+    for code in reversed(list(codes)):  # build the first-match-wins chain from the lowest precedence
+        status = pl.when(codes[code]).then(pl.lit(code)).otherwise(status)
+        detail = pl.when(codes[code]).then(details[code]).otherwise(detail)
+    # concat_str + split is an order of magnitude faster than concat_list of conditionals
+    joined = pl.concat_str(
+        [pl.when(cond).then(pl.lit(code)) for code, cond in codes.items()], separator=",", ignore_nulls=True
+    )
+    reasons = (
+        pl.when(joined == "").then(pl.lit([], dtype=pl.List(pl.String))).otherwise(joined.str.split(","))
+    )
+
+    out = known.with_columns(status.alias("status"), reasons.alias("reasons"), detail.alias("detail"))
+    if evidence is not None and evidence.height:
+        counts = (
+            as_utc(evidence)
+            .filter(pl.col("created_at") <= as_of)
+            .group_by("unit_id")
+            .agg(pl.len().cast(pl.Int64).alias("evidence_rows"))
+        )
+        out = out.join(counts, on="unit_id", how="left")
+    else:
+        out = out.with_columns(pl.lit(None, dtype=pl.Int64).alias("evidence_rows"))
+    out = out.with_columns(pl.col("evidence_rows").fill_null(0))
+    return out.select(MEMORY_PROMOTIONS_SCHEMA.names()).cast(MEMORY_PROMOTIONS_SCHEMA).sort("unit_id")  # type: ignore[arg-type]
+
+
+def user_facts(promotions: pl.DataFrame) -> pl.DataFrame:
+    """The long-term facts: one per promoted unit, carrying its source portal and episode."""
+    promoted = promotions.filter(pl.col("status") == "promoted")
+    if promoted.height == 0:
+        return pl.DataFrame(schema=USER_FACTS_SCHEMA)
+    return (
+        promoted.with_columns(
+            hashed_ids("uf_", promoted.get_column("unit_id")).alias("fact_id"),
+            pl.col("fact_key").is_in(list(CRITICAL_FACT_KEYS)).alias("is_critical"),
+            pl.col("unit_id").alias("source_unit_id"),
+            pl.max_horizontal("valid_from", "updated_at").alias("promoted_at"),
+        )
+        .select(USER_FACTS_SCHEMA.names())
+        .cast(USER_FACTS_SCHEMA)  # type: ignore[arg-type]
+        .sort("customer_id", "fact_key", "fact_id")
+    )
+
+
+def units_awaiting_adjudication(units: pl.DataFrame, as_of: datetime) -> pl.DataFrame:
+    """Units with conflicting evidence that are valid at ``as_of``: they wait for a human decision.
+
+    The doctor counts these. Same precedence as ``classify_units``: an expired or not-yet-valid
+    unit needs no adjudication; staleness and thresholds do not matter (conflict outranks them).
+    """
+    if units.height == 0:
+        return units.clear().with_columns(pl.lit(None, dtype=pl.String).alias("detail"))
+    classified = classify_units(units, as_of, stale_days=36500)
+    return classified.filter(pl.col("status") == "awaiting_adjudication").select(
+        "unit_id", "customer_id", "fact_key", "fact_value", "conflict_count", "updated_at", "detail"
+    )
+
+
+def count_units_awaiting_adjudication(con: duckdb.DuckDBPyConnection, as_of: datetime) -> int:
+    """The doctor's number: units in ``raw.memory_unit`` waiting for adjudication at ``as_of``.
+
+    0 when the landing table does not exist yet.
+    """
+    exists = con.execute(
+        "SELECT count(*) FROM information_schema.tables "
+        "WHERE table_schema = 'raw' AND table_name = 'memory_unit'"
+    ).fetchall()[0][0]
+    if not exists:
+        return 0
+    units = con.sql(
+        "SELECT unit_id, customer_id, fact_key, fact_value, confidence, evidence_count, conflict_count, "
+        "valid_from, valid_until, created_at, updated_at, NULL::VARCHAR AS source_portal, "
+        "NULL::VARCHAR AS source_episode_id FROM raw.memory_unit WHERE conflict_count > 0"
+    ).pl()
+    return units_awaiting_adjudication(units, as_of).height

@@ -1,0 +1,320 @@
+"""Learning-loop assets: learnings, the methodology ladder and the run heartbeat (SPEC section 8).
+
+Each asset recomputes its tables from the landing data and ``as_of``, validates them with Pandera
+before writing, and swaps them in one transaction.
+"""
+
+import dagster as dg
+import polars as pl
+
+from tradingmem_assets.core.ladder import build_methodology_state
+from tradingmem_assets.core.learnings import DELETIONS_SCHEMA, LEARNINGS_SCHEMA, build_learnings
+from tradingmem_assets.core.tiers import load_tool_tiers
+from tradingmem_assets.defs.landing.assets import raw_key
+from tradingmem_assets.defs.learning.constants import (
+    HEARTBEAT_KEY,
+    LEARNING_GROUP,
+    LEARNINGS_INVARIANTS_CHECK,
+    LEARNINGS_KEYS,
+    LIFECYCLE_EVENTS_INVARIANTS_CHECK,
+    METHODOLOGIES_INVARIANTS_CHECK,
+    METHODOLOGY_CASES_INVARIANTS_CHECK,
+    METHODOLOGY_KEYS,
+)
+from tradingmem_assets.defs.learning.heartbeat import HEARTBEAT_TABLE, write_heartbeat
+from tradingmem_assets.defs.metadata import check_result, table_metadata
+from tradingmem_assets.defs.resources import WarehouseResource
+from tradingmem_assets.schemas.learning import (
+    LEARNINGS_SCHEMA as LEARNINGS_INVARIANTS,
+)
+from tradingmem_assets.schemas.learning import (
+    LIFECYCLE_EVENTS_SCHEMA,
+    methodologies_schema,
+    methodology_cases_schema,
+)
+from tradingmem_assets.schemas.validation import validate
+from tradingmem_assets.settings import SETTINGS
+from tradingmem_assets.warehouse import (
+    ensure_table,
+    read_frame,
+    read_table,
+    replace_table,
+    scalar,
+    transaction,
+)
+
+# Validated when the code location loads: a broken tools.yaml stops the load with its message.
+TOOL_TIERS = load_tool_tiers(SETTINGS.tools_file)
+
+DELETIONS_TABLE = "main.learning_deletions"
+KINDS = {"duckdb", "polars"}
+
+
+def _md_counts(pairs: list[tuple]) -> dg.MetadataValue:
+    return dg.MetadataValue.md("\n".join(f"- `{k}`: {n}" for k, n in pairs) or "(none)")
+
+
+def _failure(what: str, validations: list) -> dg.Failure:
+    return dg.Failure(
+        description=f"{what} would break their invariants; nothing was written",
+        metadata={
+            "summary": dg.MetadataValue.md("\n\n".join(v.summary() for v in validations if not v.passed))
+        },
+    )
+
+
+# --------------------------------------------------------------------------------------- learnings
+
+
+@dg.multi_asset(
+    group_name=LEARNING_GROUP,
+    specs=[
+        dg.AssetSpec(
+            "learnings",
+            deps=[raw_key("agent_turns"), raw_key("learning_feedback")],
+            kinds=KINDS,
+            description="Reusable tool sequences reviewed from agent turns, deduplicated, with feedback.",
+        ),
+        dg.AssetSpec(
+            "learning_reviews",
+            deps=[raw_key("agent_turns")],
+            kinds=KINDS,
+            description="One review per agent turn: skipped, rejected, below threshold, created or merged.",
+        ),
+    ],
+    check_specs=[
+        dg.AssetCheckSpec(
+            LEARNINGS_INVARIANTS_CHECK,
+            asset="learnings",
+            blocking=True,
+            description="No secret in any stored learning; ids, counters, weight and tiers are consistent.",
+        )
+    ],
+)
+def learnings(context: dg.AssetExecutionContext, warehouse: WarehouseResource):
+    as_of = warehouse.as_of_ts
+    with warehouse.connect() as con:
+        if not SETTINGS.learning_enabled:
+            # LEARNING_ENABLED=false: no review, no write; the stored table (if any) is still checked.
+            current = read_table(con, "main.learnings", pl.DataFrame(schema=LEARNINGS_SCHEMA))
+            validation = validate(LEARNINGS_INVARIANTS, current)
+            context.log.info("LEARNING_ENABLED=false: learnings are not reviewed nor written")
+            for key in LEARNINGS_KEYS:
+                yield dg.MaterializeResult(
+                    asset_key=key,
+                    metadata={"learning_enabled": False, "written": False, "as_of": as_of.isoformat()},
+                )
+            yield check_result(LEARNINGS_INVARIANTS_CHECK, validation, dg.AssetKey("learnings"))
+            return
+        with transaction(con):
+            ensure_table(con, DELETIONS_TABLE, pl.DataFrame(schema=DELETIONS_SCHEMA))
+        turns = read_frame(
+            con,
+            "SELECT turn_id, started_at, user_message, tool_calls, completed, explicit_learn "
+            "FROM raw.agent_turns",
+        )
+        feedback = read_frame(
+            con, "SELECT feedback_id, learning_id, turn_id, adopted, success, ts FROM raw.learning_feedback"
+        )
+        deletions = read_table(con, DELETIONS_TABLE)
+        build = build_learnings(
+            turns,
+            feedback,
+            deletions,
+            TOOL_TIERS,
+            as_of=as_of,
+            min_calls=SETTINGS.learning_min_calls,
+            threshold=SETTINGS.learning_score_threshold,
+        )
+        validation = validate(LEARNINGS_INVARIANTS, build.learnings)
+        if not validation.passed:
+            raise _failure("learnings", [validation])
+        with transaction(con):
+            replace_table(con, "main.learnings", build.learnings)
+            replace_table(con, "main.learning_reviews", build.reviews)
+    outcomes = build.reviews.group_by("outcome").len().sort("outcome").rows()
+    feedback_counts = build.feedback_counts()
+    orphans = build.feedback.filter(pl.col("status").is_in(["unknown_learning", "learning_deleted"]))
+    yield dg.MaterializeResult(
+        asset_key="learnings",
+        metadata={
+            **table_metadata("main.learnings", build.learnings),
+            "as_of": as_of.isoformat(),
+            "score_threshold": SETTINGS.learning_score_threshold,
+            "min_calls": SETTINGS.learning_min_calls,
+            "tombstoned": deletions.height,
+            "feedback": _md_counts(sorted(feedback_counts.items())),
+            "feedback_without_learning": orphans.height,
+            "feedback_without_learning_ids": dg.MetadataValue.md(
+                "\n".join(
+                    f"- `{f}` -> `{lid}` ({s})"
+                    for f, lid, s in orphans.select("feedback_id", "learning_id", "status").head(20).rows()
+                )
+                or "(none)"
+            ),
+        },
+        check_results=[check_result(LEARNINGS_INVARIANTS_CHECK, validation, dg.AssetKey("learnings"))],
+    )
+    yield dg.MaterializeResult(
+        asset_key="learning_reviews",
+        metadata={**table_metadata("main.learning_reviews", build.reviews), "outcomes": _md_counts(outcomes)},
+    )
+
+
+# --------------------------------------------------------------------------------------- methodologies
+
+METHODOLOGY_INPUTS = [
+    raw_key(t)
+    for t in ("institution_runs", "institution_role_outputs", "methodology_injections", "price_bars")
+]
+_DESCRIPTIONS = {
+    "institution_output_rejects": "Institution role outputs that failed their declared schema, with reasons.",
+    "institution_reflections": "Every institution run scored at each elapsed ladder window (1/7/30 days).",
+    "methodologies": "Deduplicated methodologies, quarantined until Wilson-bounded evidence graduates them.",
+    "methodology_lifecycle_events": "created / merged / rejected_* / outcome_recorded / graduated / demoted.",
+    "methodology_cases": "One outcome per (scheduled run, window, cited methodology).",
+    "methodology_case_hints": "Methodology injections into runs, with injectability at injection time.",
+}
+
+
+@dg.multi_asset(
+    group_name=LEARNING_GROUP,
+    specs=[
+        dg.AssetSpec(key, deps=METHODOLOGY_INPUTS, kinds=KINDS, description=_DESCRIPTIONS[key])
+        for key in METHODOLOGY_KEYS
+    ],
+    check_specs=[
+        dg.AssetCheckSpec(
+            METHODOLOGIES_INVARIANTS_CHECK,
+            asset="methodologies",
+            blocking=True,
+            description="No injected text stored; graduated only with confidence >= threshold and min uses.",
+        ),
+        dg.AssetCheckSpec(
+            METHODOLOGY_CASES_INVARIANTS_CHECK,
+            asset="methodology_cases",
+            blocking=True,
+            description="Only scheduled runs feed methodologies; one case per (run, window, methodology).",
+        ),
+        dg.AssetCheckSpec(
+            LIFECYCLE_EVENTS_INVARIANTS_CHECK,
+            asset="methodology_lifecycle_events",
+            blocking=True,
+            description="Unique event ids and events from the spec's vocabulary.",
+        ),
+    ],
+)
+def methodology_ladder(context: dg.AssetExecutionContext, warehouse: WarehouseResource):
+    as_of = warehouse.as_of_ts
+    with warehouse.connect() as con:
+        state = build_methodology_state(
+            con,
+            as_of,
+            windows=SETTINGS.reflection_windows_days,
+            threshold=SETTINGS.methodology_injection_threshold,
+            min_uses=SETTINGS.methodology_min_uses,
+        )
+        m_validation = validate(
+            methodologies_schema(SETTINGS.methodology_injection_threshold, SETTINGS.methodology_min_uses),
+            state.methodologies,
+        )
+        cases_with_kind = state.cases.join(
+            state.reflections.select("run_id", "kind").unique(), on="run_id", how="left"
+        )
+        c_validation = validate(methodology_cases_schema(SETTINGS.reflection_windows_days), cases_with_kind)
+        e_validation = validate(LIFECYCLE_EVENTS_SCHEMA, state.events)
+        validations = [m_validation, c_validation, e_validation]
+        if not all(v.passed for v in validations):
+            raise _failure("methodology tables", validations)
+        tables = {
+            "institution_output_rejects": state.output_rejects,
+            "institution_reflections": state.reflections,
+            "methodologies": state.methodologies,
+            "methodology_lifecycle_events": state.events,
+            "methodology_cases": state.cases,
+            "methodology_case_hints": state.hints,
+        }
+        with transaction(con):
+            for name, frame in tables.items():
+                replace_table(con, f"main.{name}", frame)
+
+    events = state.events.group_by("event").len().sort("event").rows()
+    graduated = int((state.methodologies.get_column("quarantine") == 0).sum())
+    extra = {
+        "institution_output_rejects": {
+            "reasons": _md_counts(
+                state.output_rejects.group_by("reason").len().sort("len", descending=True).head(10).rows()
+            ),
+        },
+        "institution_reflections": {
+            "by_status": _md_counts(state.reflections.group_by("status").len().sort("status").rows()),
+            "windows_days": ", ".join(str(w) for w in SETTINGS.reflection_windows_days),
+        },
+        "methodologies": {
+            "graduated": graduated,
+            "quarantined": state.methodologies.height - graduated,
+            "injection_threshold": SETTINGS.methodology_injection_threshold,
+            "min_uses": SETTINGS.methodology_min_uses,
+        },
+        "methodology_lifecycle_events": {"by_event": _md_counts(events)},
+        "methodology_cases": {
+            "applied": int(state.cases.get_column("applied").sum()),
+            "not_applied": int((~state.cases.get_column("applied")).sum()),
+        },
+        "methodology_case_hints": {
+            "injectable_at_injection": int(state.hints.get_column("injectable_at_injection").sum()),
+        },
+    }
+    checks = {
+        "methodologies": [
+            check_result(METHODOLOGIES_INVARIANTS_CHECK, m_validation, dg.AssetKey("methodologies"))
+        ],
+        "methodology_cases": [
+            check_result(METHODOLOGY_CASES_INVARIANTS_CHECK, c_validation, dg.AssetKey("methodology_cases"))
+        ],
+        "methodology_lifecycle_events": [
+            check_result(
+                LIFECYCLE_EVENTS_INVARIANTS_CHECK, e_validation, dg.AssetKey("methodology_lifecycle_events")
+            )
+        ],
+    }
+    for name, frame in tables.items():
+        yield dg.MaterializeResult(
+            asset_key=name,
+            metadata={**table_metadata(f"main.{name}", frame), "as_of": as_of.isoformat(), **extra[name]},
+            check_results=checks.get(name, []),
+        )
+
+
+# --------------------------------------------------------------------------------------- heartbeat
+
+
+@dg.asset(
+    name=HEARTBEAT_KEY,
+    group_name=LEARNING_GROUP,
+    deps=[*LEARNINGS_KEYS, *METHODOLOGY_KEYS],
+    kinds=KINDS,
+    description="Heartbeat of the learning loop: one row per learning run (ok here, failed from a hook).",
+)
+def methodology_cron_runs(
+    context: dg.AssetExecutionContext, warehouse: WarehouseResource
+) -> dg.MaterializeResult:
+    detail = {
+        "as_of": warehouse.as_of_ts.isoformat(),
+        "learning_enabled": SETTINGS.learning_enabled,
+    }
+    run_id = context.run.run_id
+    with warehouse.connect() as con:
+        write_heartbeat(con, run_id=run_id, job_name=context.run.job_name, status="ok", detail=detail)
+        rows = scalar(con, f"SELECT count(*) FROM {HEARTBEAT_TABLE}")
+        ok = scalar(con, f"SELECT count(*) FROM {HEARTBEAT_TABLE} WHERE status = 'ok'")
+        status = scalar(con, f"SELECT status FROM {HEARTBEAT_TABLE} WHERE run_id = ?", [run_id])
+    return dg.MaterializeResult(
+        metadata={
+            "dagster/table_name": HEARTBEAT_TABLE,
+            "dagster/row_count": rows,
+            "ok_heartbeats": ok,
+            "this_run": status,
+            "detail": dg.MetadataValue.json(detail),
+        }
+    )

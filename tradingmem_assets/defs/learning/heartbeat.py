@@ -1,0 +1,47 @@
+"""Heartbeat rows of ``methodology_cron_runs``: one per learning run, ``ok`` or ``failed``.
+
+Heartbeats record runs, so ``ts`` is the real wall clock (the one exception to determinism). The
+row is keyed by the Dagster run id: the heartbeat asset inserts ``ok`` only when the run has no row
+yet, and the failure hook turns the run's row into ``failed`` (failed wins), so a run whose
+learning assets succeeded but that failed elsewhere still ends as ``failed``.
+"""
+
+import json
+from datetime import UTC, datetime
+
+import duckdb
+import polars as pl
+
+from tradingmem_assets.warehouse import ensure_table, transaction
+
+HEARTBEAT_TABLE = "main.methodology_cron_runs"
+HEARTBEAT_SCHEMA = pl.Schema(
+    {
+        "run_id": pl.String(),
+        "job_name": pl.String(),
+        "status": pl.String(),
+        "ts": pl.Datetime("us", "UTC"),
+        "detail": pl.String(),
+    }
+)
+
+
+def write_heartbeat(
+    con: duckdb.DuckDBPyConnection, *, run_id: str, job_name: str, status: str, detail: dict
+) -> None:
+    """Record the run's heartbeat (``ok`` never overwrites; ``failed`` always wins)."""
+    if status not in ("ok", "failed"):
+        raise ValueError(f"heartbeat status must be ok or failed, got {status!r}")
+    now = datetime.now(UTC)
+    text = json.dumps(detail, default=str, sort_keys=True)
+    with transaction(con):
+        ensure_table(con, HEARTBEAT_TABLE, pl.DataFrame(schema=HEARTBEAT_SCHEMA))
+        if status == "failed":
+            con.execute(f"DELETE FROM {HEARTBEAT_TABLE} WHERE run_id = ? AND status = 'ok'", [run_id])
+        exists = con.execute(f"SELECT count(*) FROM {HEARTBEAT_TABLE} WHERE run_id = ?", [run_id]).fetchall()
+        if exists[0][0]:
+            return
+        con.execute(
+            f"INSERT INTO {HEARTBEAT_TABLE} (run_id, job_name, status, ts, detail) VALUES (?, ?, ?, ?, ?)",
+            [run_id, job_name, status, now, text],
+        )

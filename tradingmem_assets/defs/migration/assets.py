@@ -1,0 +1,292 @@
+"""Legacy role-memory migration: backup, migration and conservation report, per month (SPEC 11).
+
+Each asset handles a whole partition range in one run (``context.partition_keys``), so a
+backfill with ``BackfillPolicy.single_run()`` runs once, and re-running a partition replaces its
+rows (DELETE of the run's partitions + INSERT, in one transaction).
+"""
+
+import os
+
+import dagster as dg
+import polars as pl
+
+from tradingmem_assets.core.migration import (
+    CASES_SCHEMA,
+    LEGACY_COLUMNS,
+    MANIFEST_SCHEMA,
+    REJECTS_SCHEMA,
+    REPORT_SCHEMA,
+    BackupIntegrityError,
+    MigrationInputError,
+    classify,
+    conservation_report,
+    decode_backup,
+    inspect_backups,
+    legacy_rows,
+    load_verified_backups,
+    manifest_rows,
+    partition_counts,
+    prepare_backups,
+    read_manifest,
+    rows_outside_partitions,
+    sha256_hex,
+    stage_backup,
+)
+from tradingmem_assets.defs.landing.assets import raw_key
+from tradingmem_assets.defs.metadata import table_metadata
+from tradingmem_assets.defs.migration.checks import (
+    BACKUP_ASSET,
+    BACKUP_CHECK_SPECS,
+    BACKUP_MATCHES_RAW_CHECK,
+    CONSERVATION_CHECK,
+    LEGACY_ROWS_PARTITIONED_CHECK,
+    MIGRATED_ASSET,
+    MIGRATED_CHECK_SPECS,
+    MIGRATED_INVARIANTS_CHECK,
+    REPORT_ASSET,
+    REPORT_CHECK_SPECS,
+    combined,
+    failures_as_validation,
+    validation_result,
+)
+from tradingmem_assets.defs.migration.partitions import LEGACY_MONTHLY_PARTITIONS
+from tradingmem_assets.defs.resources import WarehouseResource
+from tradingmem_assets.schemas.migration import (
+    CONSERVATION_REPORT_SCHEMA,
+    MIGRATION_BACKUPS_SCHEMA,
+    MIGRATION_REJECTS_SCHEMA,
+    migrated_role_cases_schema,
+)
+from tradingmem_assets.schemas.validation import validate
+from tradingmem_assets.warehouse import append_rows, ensure_table, transaction
+
+MIGRATION_GROUP = "migration"
+MANIFEST_TABLE = "main.migration_backups"
+CASES_TABLE = "main.migrated_role_cases"
+REJECTS_TABLE = "main.migration_rejects"
+REPORT_TABLE = "main.migration_conservation_report"
+
+_PARTITIONED = dict(
+    group_name=MIGRATION_GROUP,
+    partitions_def=LEGACY_MONTHLY_PARTITIONS,
+    backfill_policy=dg.BackfillPolicy.single_run(),
+)
+
+
+def _replace_partitions(con, table: str, empty: pl.Schema, keys: list[str], frame: pl.DataFrame) -> None:
+    """Replace the rows of the run's partitions (call inside ``transaction``)."""
+    ensure_table(con, table, pl.DataFrame(schema=empty))
+    con.execute(f"DELETE FROM {table} WHERE list_contains(?, partition_key)", [keys])
+    append_rows(con, table, frame)
+
+
+def _md_table(frame: pl.DataFrame, limit: int = 50) -> dg.MetadataValue:
+    if frame.height == 0:
+        return dg.MetadataValue.md("(none)")
+    head = "| " + " | ".join(frame.columns) + " |\n|" + "---|" * frame.width + "\n"
+    body = "\n".join(
+        "| " + " | ".join("" if v is None else str(v) for v in row) + " |" for row in frame.head(limit).rows()
+    )
+    more = f"\n\n… and {frame.height - limit} more" if frame.height > limit else ""
+    return dg.MetadataValue.md(head + body + more)
+
+
+def _range_text(keys: list[str]) -> str:
+    return keys[0] if len(keys) == 1 else f"{keys[0]}...{keys[-1]} ({len(keys)} partitions)"
+
+
+@dg.asset(
+    name="legacy_role_memory_backup",
+    deps=[raw_key("legacy_role_memory")],
+    kinds={"duckdb", "polars", "parquet"},
+    description="Checksummed Parquet backup of each legacy role-memory month (manifest: migration_backups).",
+    check_specs=BACKUP_CHECK_SPECS,
+    **_PARTITIONED,
+)
+def legacy_role_memory_backup(context: dg.AssetExecutionContext, warehouse: WarehouseResource):
+    keys = list(context.partition_keys)
+    all_keys = LEGACY_MONTHLY_PARTITIONS.get_partition_keys()
+    with warehouse.connect() as con:
+        try:
+            rows = legacy_rows(con, keys)
+            outside = rows_outside_partitions(con, all_keys[0], all_keys[-1])
+        except MigrationInputError as exc:
+            raise dg.Failure(description=str(exc)) from exc
+        backups = prepare_backups(rows, keys, warehouse.backup_dir)
+        manifest = manifest_rows(backups, read_manifest(con, MANIFEST_TABLE, keys), warehouse.as_of_ts)
+        manifest_check = validate(MIGRATION_BACKUPS_SCHEMA, manifest)
+        if not manifest_check.passed:
+            raise dg.Failure(
+                description="the backup manifest would break its invariants; nothing was written",
+                metadata={"summary": dg.MetadataValue.md(manifest_check.summary())},
+            )
+        staged = [(b, stage_backup(b)) for b in backups]
+        try:
+            with transaction(con):
+                _replace_partitions(con, MANIFEST_TABLE, MANIFEST_SCHEMA, keys, manifest)
+                # the files move into place only while the manifest write can still roll back
+                for backup, tmp in staged:
+                    if tmp is not None:
+                        os.replace(tmp, backup.path)
+        finally:
+            for _, tmp in staged:
+                if tmp is not None and tmp.exists():
+                    tmp.unlink()
+
+    # Read every file back from disk: it must hold exactly the month's raw rows and match the manifest.
+    problems: list[tuple[str, str, str]] = []
+    for backup in backups:
+        data = backup.path.read_bytes()
+        if sha256_hex(data) != backup.sha256:
+            problems.append(("sha256", "file_matches_manifest", f"{backup.path}"))
+            continue
+        expected = rows.filter(pl.col("partition_key") == backup.partition_key).select(LEGACY_COLUMNS)
+        if not decode_backup(data).equals(expected.sort("legacy_id")):
+            problems.append(("rows", "backup_equals_raw_month", backup.partition_key))
+    outside_rows = int(outside.get_column("rows").sum()) if outside.height else 0
+    written = sum(1 for _, tmp in staged if tmp is not None)
+    per_partition = manifest.filter(pl.col("row_count") > 0).select("partition_key", "row_count", "sha256")
+    return dg.MaterializeResult(
+        metadata={
+            **table_metadata(MANIFEST_TABLE, manifest),
+            "partitions": _range_text(keys),
+            "rows_backed_up": rows.height,
+            "files_written": written,
+            "files_unchanged": len(backups) - written,
+            "empty_partitions": sum(1 for b in backups if b.row_count == 0),
+            "backup_dir": dg.MetadataValue.path(str(backups[0].path.parent)),
+            "non_empty_partitions": _md_table(per_partition),
+            "legacy_rows_outside_partitions": outside_rows,
+        },
+        check_results=[
+            validation_result(
+                BACKUP_MATCHES_RAW_CHECK,
+                failures_as_validation("legacy_role_memory_backup", problems),
+                BACKUP_ASSET,
+            ),
+            dg.AssetCheckResult(
+                check_name=LEGACY_ROWS_PARTITIONED_CHECK,
+                asset_key=BACKUP_ASSET,
+                passed=outside_rows == 0,
+                severity=dg.AssetCheckSeverity.WARN,
+                metadata={
+                    "rows_outside_partitions": outside_rows,
+                    "first_partition": all_keys[0],
+                    "last_partition": all_keys[-1],
+                    "months": _md_table(outside),
+                },
+            ),
+        ],
+    )
+
+
+@dg.asset(
+    name="migrated_role_cases",
+    deps=[BACKUP_ASSET],
+    kinds={"duckdb", "polars"},
+    description=(
+        "Legacy role memory read back from its verified backup: known roles migrated verbatim, "
+        "unknown roles quarantined, malformed rows in migration_rejects; never scoring-eligible."
+    ),
+    check_specs=MIGRATED_CHECK_SPECS,
+    **_PARTITIONED,
+)
+def migrated_role_cases(context: dg.AssetExecutionContext, warehouse: WarehouseResource):
+    keys = list(context.partition_keys)
+    roles = {r.role_id: r.skill_id for r in warehouse.registry().roles.values()}
+    with warehouse.connect() as con:
+        manifest = read_manifest(con, MANIFEST_TABLE, keys)
+        try:
+            rows = load_verified_backups(manifest, keys)
+        except MigrationInputError as exc:
+            raise dg.Failure(description=str(exc)) from exc
+        except BackupIntegrityError as exc:
+            raise dg.Failure(
+                description=f"backup verification failed, nothing was migrated:\n{exc}",
+                metadata={"bad_backups": _md_table(pl.DataFrame(exc.problems))},
+            ) from exc
+        cases, rejects = classify(rows, roles)
+        validation = combined(
+            "migrated_role_cases",
+            validate(migrated_role_cases_schema(roles), cases),
+            validate(MIGRATION_REJECTS_SCHEMA, rejects),
+        )
+        if not validation.passed:
+            raise dg.Failure(
+                description="migrated cases would break their invariants; nothing was written",
+                metadata={"summary": dg.MetadataValue.md(validation.summary())},
+            )
+        with transaction(con):
+            _replace_partitions(con, CASES_TABLE, CASES_SCHEMA, keys, cases)
+            _replace_partitions(con, REJECTS_TABLE, REJECTS_SCHEMA, keys, rejects)
+
+    status = dict(cases.group_by("status").len().rows())
+    reasons = rejects.group_by("reason").len().sort("len", descending=True)
+    unknown = (
+        cases.filter(pl.col("status") == "quarantined").group_by("role_id").len().sort("len", descending=True)
+    )
+    return dg.MaterializeResult(
+        metadata={
+            **table_metadata(CASES_TABLE, cases),
+            "partitions": _range_text(keys),
+            "rows_in": rows.height,
+            "migrated": status.get("migrated", 0),
+            "quarantined": status.get("quarantined", 0),
+            "rejected": rejects.height,
+            "reject_reasons": _md_table(reasons),
+            "quarantined_roles": _md_table(unknown),
+            "rejects_table": dg.MetadataValue.text(REJECTS_TABLE),
+        },
+        check_results=[validation_result(MIGRATED_INVARIANTS_CHECK, validation, MIGRATED_ASSET)],
+    )
+
+
+@dg.asset(
+    name="migration_conservation_report",
+    deps=[MIGRATED_ASSET],
+    kinds={"duckdb", "polars"},
+    description="Per month: backup checksum verified and rows in = migrated + quarantined + rejected.",
+    check_specs=REPORT_CHECK_SPECS,
+    **_PARTITIONED,
+)
+def migration_conservation_report(context: dg.AssetExecutionContext, warehouse: WarehouseResource):
+    keys = list(context.partition_keys)
+    with warehouse.connect() as con:
+        backups = inspect_backups(read_manifest(con, MANIFEST_TABLE, keys), keys)
+        counts = partition_counts(con, CASES_TABLE, REJECTS_TABLE, keys)
+        report = conservation_report(backups, counts)
+        # The report is the finding: it is written even when a partition is not conserved, so the
+        # operator can read why; the blocking check below then stops the run.
+        with transaction(con):
+            _replace_partitions(con, REPORT_TABLE, REPORT_SCHEMA, keys, report)
+    validation = validate(CONSERVATION_REPORT_SCHEMA, report)
+    bad = report.filter(~pl.col("conserved")).select("partition_key", "detail")
+    result = validation_result(CONSERVATION_CHECK, validation, REPORT_ASSET)
+    return dg.MaterializeResult(
+        metadata={
+            **table_metadata(REPORT_TABLE, report),
+            "partitions": _range_text(keys),
+            "rows_in": int(report.get_column("rows_in").sum()),
+            "migrated": int(report.get_column("migrated").sum()),
+            "quarantined": int(report.get_column("quarantined").sum()),
+            "rejected": int(report.get_column("rejected").sum()),
+            "partitions_not_conserved": bad.height,
+        },
+        check_results=[
+            dg.AssetCheckResult(
+                check_name=result.check_name,
+                asset_key=REPORT_ASSET,
+                passed=result.passed,
+                metadata={**result.metadata, "not_conserved": _md_table(bad)},
+            )
+        ],
+    )
+
+
+legacy_migration_job = dg.define_asset_job(
+    name="legacy_migration_job",
+    selection=dg.AssetSelection.groups(MIGRATION_GROUP),
+    partitions_def=LEGACY_MONTHLY_PARTITIONS,
+    description="Back up, migrate and reconcile legacy role memory, one month per partition.",
+    executor_def=dg.in_process_executor,
+)
