@@ -120,6 +120,47 @@ def format_report(report: dict) -> str:
     return "\n".join(lines)
 
 
+@probe("audit")
+def _audit_pass(instance: dg.DagsterInstance, database: Path, landing_dir: Path, as_of: str) -> dict:
+    """One methodology audit pass (both table hashes included) on the run's warehouse."""
+    from tradingmem_assets.runner import run_main_job
+
+    report = run_main_job(
+        instance, database=str(database), landing_dir=str(landing_dir), as_of=as_of,
+        job_name="methodology_audit_job",
+    )
+    if not report.success:
+        raise RuntimeError(report.error)
+    return {"seconds": round(report.seconds, 3), "asset_s": round(sum(report.step_seconds.values()), 3)}
+
+
+@probe("recall")
+def _recall_latency(instance: dg.DagsterInstance, database: Path, landing_dir: Path, as_of: str) -> dict:
+    """Median and p95 latency of recall queries (role filter, with and without a symbol filter)."""
+    from tradingmem_assets.core.recall import search_cases
+    from tradingmem_assets.warehouse import connection
+
+    queries = ["trend confirmed by volume", "valuation too rich", "earnings surprise drift", "funding flipped",
+               "rate differential priced in"]
+    with connection(database, read_only=True) as con:
+        roles = [r for (r,) in con.execute("SELECT DISTINCT role_id FROM main.role_cases ORDER BY 1").fetchall()]
+        symbols = [s for (s,) in con.execute("SELECT DISTINCT symbol FROM main.role_cases ORDER BY 1").fetchall()]
+        search_cases(con, roles[0], queries[0])  # warm-up: imports and first plan
+        timings, hits = [], 0
+        for i in range(60):
+            role, query = roles[i % len(roles)], queries[i % len(queries)]
+            symbol = symbols[i % len(symbols)] if i % 2 else None
+            started = time.perf_counter()
+            hits += len(search_cases(con, role, query, symbol=symbol, k=5, as_of=as_of))
+            timings.append((time.perf_counter() - started) * 1000)
+    timings.sort()
+    return {
+        "median_ms": round(statistics.median(timings), 2),
+        "p95_ms": round(timings[int(len(timings) * 0.95) - 1], 2),
+        "hits": hits,
+    }
+
+
 if __name__ == "__main__":
     if len(sys.argv) == 5 and sys.argv[1] == "--one":
         print(json.dumps(run_once(Path(sys.argv[2]), Path(sys.argv[3]), sys.argv[4])))
