@@ -3,15 +3,17 @@ import os
 import dagster as dg
 import pytest
 
-os.environ.setdefault("DAGSTER_HOME", "")  # keep the CLI from picking up a developer's instance
+# keep tests from picking up a developer's instance or time anchor
 os.environ.pop("DAGSTER_HOME", None)
+os.environ.pop("TRADINGMEM_AS_OF", None)
 
 from tests.world import World  # noqa: E402
 
 
 @pytest.fixture(scope="session")
 def instance():
-    with dg.instance_for_test() as inst:
+    # in-memory run/event storage: materializations stay fast however many tests have run
+    with dg.DagsterInstance.ephemeral() as inst:
         yield inst
 
 

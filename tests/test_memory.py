@@ -253,3 +253,29 @@ def test_units_awaiting_adjudication_are_conflicting_units_valid_at_as_of():
         assert memory.count_units_awaiting_adjudication(con, AS_OF) == 1
     finally:
         con.close()
+
+
+def test_reading_only_active_sessions_gives_the_same_contexts():
+    rows = [
+        msg("a1", "active", "c1", at(timedelta(hours=3)), "started 3 h ago"),
+        msg("a2", "active", "c1", at(timedelta(minutes=2)), "still here"),
+        msg("a3", "active", "c1", at(-timedelta(minutes=2)), "after as_of"),
+        msg("o1", "old", "c2", at(timedelta(hours=30)), "started 30 h ago"),
+        msg("o2", "old", "c2", at(timedelta(minutes=1)), "still here"),
+        msg("i1", "idle", "c3", at(timedelta(hours=1)), "idle"),
+        msg("f1", "future", "c4", at(-timedelta(minutes=1)), "not yet"),
+    ]
+    full = frame("conversation_message", rows)
+    con = duckdb.connect()
+    try:
+        con.execute("SET TimeZone = 'UTC'")
+        con.execute("CREATE SCHEMA raw")
+        con.register("_m", full)
+        con.execute("CREATE TABLE raw.conversation_message AS SELECT * FROM _m")
+        needed = con.sql(memory.ACTIVE_SESSION_MESSAGES_SQL, params=[AS_OF]).pl()
+    finally:
+        con.close()
+    assert sorted(needed.get_column("message_id").to_list()) == ["a1", "a2"]
+    assert memory.session_contexts(needed, AS_OF).contexts.equals(
+        memory.session_contexts(full, AS_OF).contexts
+    )

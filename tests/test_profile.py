@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 
 import dagster as dg
+import polars as pl
 import pytest
 
 from tests.test_profile_world import (
@@ -18,7 +19,9 @@ from tests.test_profile_world import (
     write_base,
 )
 from tests.world import DEFS, World
+from tradingmem_assets.core import profile as core_profile
 from tradingmem_assets.core.memory import units_awaiting_adjudication
+from tradingmem_assets.defs.profile import assets as profile_assets
 from tradingmem_assets.schemas import profile as schemas
 
 
@@ -217,10 +220,72 @@ def test_rematerializing_unchanged_inputs_adds_no_snapshot_and_changes_no_row(ba
         "customer_kb",
     )
     before = {t: world.query(f"SELECT * FROM {t} ORDER BY ALL") for t in tables}
-    world.materialize(ALL)
+    result = world.materialize(ALL)
     for t in tables:
         assert world.query(f"SELECT * FROM {t} ORDER BY ALL").equals(before[t]), t
     assert world.rows("SELECT max(version) FROM profile_snapshots") == [(1,)]
+    # nothing was even rewritten: unchanged rows are left alone
+    assert metadata(result, "fin_customer_profile")["rows_rewritten"] == 0
+    assert metadata(result, "profile_snapshots")["appended_versions"] == 0
+
+
+def metadata(result: dg.ExecuteInProcessResult, asset: str) -> dict:
+    [event] = [e for e in result.get_asset_materialization_events() if e.asset_key == dg.AssetKey(asset)]
+    return {k: v.value for k, v in event.materialization.metadata.items()}
+
+
+def test_profiles_built_chunk_by_chunk_equal_one_pass(base, world: World, monkeypatch):
+    monkeypatch.setattr(profile_assets, "CHUNK_SIZE", 1)  # every customer is its own chunk
+    write_base(world)
+    world.materialize(PROFILE_CORE)
+    for table, order in (
+        ("fin_customer_profile", "customer_id"),
+        ("profile_snapshots", "customer_id, version"),
+    ):
+        sql = f"SELECT * FROM {table} ORDER BY {order}"
+        assert world.query(sql).equals(base[0].query(sql)), table
+
+
+def test_a_broken_red_line_fails_the_run_and_rolls_back_every_chunk(world: World, monkeypatch):
+    write_base(world)
+    world.materialize(PROFILE_CORE)
+    before = {
+        t: world.query(f"SELECT * FROM {t} ORDER BY ALL")
+        for t in ("fin_customer_profile", "profile_snapshots")
+    }
+    real_build = core_profile.build_profiles
+
+    def buggy_build(customers, *args, **kwargs):  # a bug that lets a conversation write investor_type
+        built = real_build(customers, *args, **kwargs)
+        return built.with_columns(
+            pl.when(pl.col("customer_id") == "c2")
+            .then(pl.lit("C5"))
+            .otherwise("investor_type")
+            .alias("investor_type")
+        )
+
+    monkeypatch.setattr(profile_assets, "CHUNK_SIZE", 1)  # c1's chunk is written before c2's fails
+    monkeypatch.setattr(core_profile, "build_profiles", buggy_build)
+    world.write(
+        "questionnaire_results",
+        [
+            *BASE["questionnaire_results"],
+            {
+                "assessment_id": "q8",
+                "customer_id": "c1",
+                "investor_type": "C1",
+                "assessed_at": AS_OF_TS.replace(month=5),
+            },
+        ],
+    )
+    result = world.materialize(
+        ["raw/questionnaire_results", "fin_customer_profile", "profile_snapshots"], raise_on_error=False
+    )
+    assert not result.success
+    [failure] = [e for e in result.all_events if e.is_step_failure]
+    assert schemas.INVESTOR_TYPE_CHECK in str(failure.event_specific_data.error)
+    for table, frame in before.items():
+        assert world.query(f"SELECT * FROM {table} ORDER BY ALL").equals(frame), table
 
 
 def test_a_change_adds_exactly_one_version_and_leaves_older_rows_byte_identical(world: World):
@@ -293,3 +358,17 @@ def test_profile_landing_and_assets_are_in_the_main_job():
     job = DEFS.resolve_job_def("trading_memory_job")
     keys = {k.to_user_string() for k in job.asset_layer.executable_asset_keys}
     assert set(PROFILE_ASSETS) | set(PROFILE_LANDING) <= keys
+
+
+def test_empty_landing_gives_empty_tables_and_passing_checks(world: World):
+    result = world.materialize(ALL)  # no landing file at all: every raw table is empty
+    assert result.success
+    for table in (
+        "session_contexts",
+        "user_facts",
+        "fin_customer_profile",
+        "profile_snapshots",
+        "customer_kb",
+    ):
+        assert world.rows(f"SELECT count(*) FROM {table}") == [(0,)], table
+    assert all(e.passed for e in result.get_asset_check_evaluations())

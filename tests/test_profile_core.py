@@ -367,3 +367,69 @@ def test_user_facts_red_line_fails_on_a_one_off_statement():
         on="source_unit_id",
     )
     assert schemas.FACTS_CHECK in failed_checks(schemas.user_facts_schema(AS_OF, 365), facts)
+
+
+# --- reading less gives the same profile ----------------------------------------------------------
+
+
+def test_building_in_chunks_gives_the_same_rows_as_one_pass():
+    customers = frame("customers", [customer(f"c{i}") for i in range(7)])
+    questionnaires = frame(
+        "questionnaire_results", [q(f"q{i}", f"c{i}", f"C{1 + i % 5}", "2024-01-01") for i in range(7)]
+    )
+    transactions = frame(
+        "customer_transactions", [txn(f"t{i}", f"c{i % 7}", "2024-06-01", f"R{1 + i % 5}") for i in range(20)]
+    )
+    promotions = memory.classify_units(
+        frame("memory_unit", [risk_unit("aggressive", cid=f"c{i}", uid=f"u{i}") for i in range(0, 7, 2)]),
+        AS_OF,
+        365,
+    )
+    facts = memory.user_facts(promotions)
+    whole = profile.build_profiles(customers, questionnaires, transactions, facts, AS_OF, promotions)
+    parts = []
+    for chunk in profile.customer_chunks(customers, 3):
+        ids = chunk.get_column("customer_id")
+        parts.append(
+            profile.build_profiles(
+                chunk,
+                profile.rows_of(questionnaires, ids),
+                profile.rows_of(transactions, ids),
+                profile.rows_of(facts, ids),
+                AS_OF,
+                profile.rows_of(promotions, ids),
+            )
+        )
+    assert [p.height for p in parts] == [3, 3, 1]
+    assert pl.concat(parts).drop("basis").equals(whole.drop("basis"))
+
+
+def test_reading_only_the_needed_transactions_gives_the_same_profile():
+    import duckdb
+
+    rows = [
+        txn("old_balance", "c1", "2023-01-01", "R1", balance=111.0),
+        txn("old_no_balance", "c1", "2023-02-01", "R5", balance=None),
+        txn("recent_no_balance", "c1", "2024-06-01", "R4", balance=None),
+        txn("c2_old", "c2", "2022-01-01", "R1", balance=5.0),
+        txn("c2_recent", "c2", "2024-06-20", "R2", balance=6.0),
+        txn("c2_future", "c2", "2024-07-05", "R5", balance=7.0),
+    ]
+    full = frame("customer_transactions", rows)
+    con = duckdb.connect()
+    try:
+        con.execute("SET TimeZone = 'UTC'")
+        con.execute("CREATE SCHEMA raw")
+        con.register("_tx", full)
+        con.execute("CREATE TABLE raw.customer_transactions AS SELECT * FROM _tx")
+        needed = con.sql(profile.TRANSACTIONS_NEEDED_SQL, params=[AS_OF]).pl()
+    finally:
+        con.close()
+    assert sorted(needed.get_column("txn_id").to_list()) == ["c2_recent", "old_balance", "recent_no_balance"]
+    customers = frame("customers", [customer("c1"), customer("c2")])
+    questionnaires = frame("questionnaire_results", [q("qa", "c1", "C2", "2024-01-01")])
+    empty_facts = memory.user_facts(memory.classify_units(frame("memory_unit", []), AS_OF, 365))
+    a = profile.build_profiles(customers, questionnaires, full, empty_facts, AS_OF)
+    b = profile.build_profiles(customers, questionnaires, needed, empty_facts, AS_OF)
+    assert a.drop("basis").equals(b.drop("basis"))
+    assert a.filter(pl.col("customer_id") == "c1").get_column("total_asset").item() == 111.0

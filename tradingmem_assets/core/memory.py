@@ -1,7 +1,9 @@
 """Memory layers (SPEC section 10): short-term session contexts and mid- to long-term promotion.
 
-Everything here is set-based Polars over plain frames; no Dagster, no database handle (except
-``count_units_awaiting_adjudication``, which only reads ``raw.memory_unit`` for the doctor).
+Everything here is set-based Polars over plain frames; no Dagster and no warehouse handle, except
+``count_units_awaiting_adjudication`` (reads ``raw.memory_unit`` for the doctor). sha256 runs in a
+throw-away in-memory DuckDB over Arrow. The ``*_SQL`` constants are read pushdowns for the assets:
+they select a superset of the rows the rules need, and the functions here re-apply the rules.
 
 Rules this module commits to (also in docs/profile.md):
 - A session is active at ``as_of`` when its newest message is at most 30 minutes before ``as_of``
@@ -24,6 +26,7 @@ Rules this module commits to (also in docs/profile.md):
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 
@@ -155,8 +158,6 @@ def estimate_tokens(text: str | None) -> int:
 
 def truncate_to_budget(text: str, budget: int) -> str:
     """The longest prefix of ``text`` whose estimate is within ``budget`` tokens."""
-    import re
-
     cjk = re.compile(CJK_CLASS)
     n_cjk = n_other = 0
     for i, ch in enumerate(text):

@@ -27,10 +27,14 @@ from tradingmem_assets.schemas import profile as schemas
 from tradingmem_assets.schemas.validation import validate
 from tradingmem_assets.warehouse import read_frame, replace_table, transaction
 
-CHUNK_SIZE = 100_000  # customers per chunk: bounds the working set at any number of customers
+CHUNK_SIZE = 50_000  # customers per chunk: bounds the working set at any number of customers
 CUSTOMER_COLUMNS = ["customer_id", "real_name", "birth_date", "occupation", "mobile", "opened_at"]
 QUESTIONNAIRE_COLUMNS = ["assessment_id", "customer_id", "investor_type", "assessed_at"]
 PROFILE_HASHES = {"customer_id": pl.String, "profile_hash": pl.String}
+PROFILE_FACTS_SQL = (  # only the keys a profile field reads; other facts stay in user_facts
+    f"SELECT {', '.join(profile.FACT_COLUMNS)} FROM main.user_facts "
+    "WHERE list_contains($1::VARCHAR[], fact_key)"
+)
 HELD_BACK_SQL = (
     "SELECT unit_id, customer_id, fact_key, status FROM main.memory_promotions "
     "WHERE status <> 'promoted' AND list_contains($1::VARCHAR[], fact_key)"
@@ -88,7 +92,8 @@ def customer_profile(context: dg.AssetExecutionContext, warehouse: WarehouseReso
         questionnaires = read_columns(con, "raw.questionnaire_results", QUESTIONNAIRE_COLUMNS)
         read_columns(con, "raw.customer_transactions", ["txn_id"], limit=0)  # clear failure if missing
         transactions = read_frame(con, profile.TRANSACTIONS_NEEDED_SQL, [as_of])
-        facts = read_columns(con, "main.user_facts", list(profile.FACT_COLUMNS))
+        read_columns(con, "main.user_facts", ["fact_id"], limit=0)
+        facts = read_frame(con, PROFILE_FACTS_SQL, [list(profile.FACT_PREFIXES)])
         read_columns(con, "main.memory_promotions", ["unit_id"], limit=0)
         held_back = read_frame(con, HELD_BACK_SQL, [list(profile.FACT_PREFIXES)])
         # the red line is checked against an independent SQL reading of the questionnaires
