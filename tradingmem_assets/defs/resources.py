@@ -1,6 +1,7 @@
 """The warehouse resource: one DuckDB file, the landing folder and the run's time anchor."""
 
 
+import os
 from collections.abc import Iterator
 from contextlib import contextmanager
 from datetime import datetime
@@ -20,6 +21,9 @@ from tradingmem_assets.settings import (
     resolve_as_of,
 )
 
+# DuckDB's default cache is 80 % of RAM; the warehouse job must stay well inside 4 GB at SF 10.
+DUCKDB_MEMORY_LIMIT = os.environ.get("TRADINGMEM_DUCKDB_MEMORY_LIMIT") or "1536MB"
+
 # Validated when the code location loads: a broken roles file stops the load with its message.
 LOADED_REGISTRY: RoleRegistry = load_registry(SETTINGS.roles_file)
 
@@ -34,6 +38,10 @@ class WarehouseResource(DuckDBResource):
     )
     roles_file: str = Field(
         default=str(SETTINGS.roles_file), description="The role registry (roles.yaml) the run uses."
+    )
+    memory_limit: str = Field(
+        default=DUCKDB_MEMORY_LIMIT,
+        description="DuckDB memory_limit per connection; bigger work spills to disk instead of growing.",
     )
     _as_of_ts: datetime | None = PrivateAttr(default=None)
 
@@ -59,6 +67,7 @@ class WarehouseResource(DuckDBResource):
         with self.get_connection() as con:
             try:
                 con.execute("SET TimeZone = 'UTC'")
+                con.execute("SET memory_limit = ?", [self.memory_limit]).fetchall()
                 con.execute("CREATE SCHEMA IF NOT EXISTS raw")
                 yield con
             finally:

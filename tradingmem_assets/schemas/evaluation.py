@@ -23,7 +23,6 @@ EVALUATION_RUNS_SCHEMA = pa.DataFrameSchema(
         "execution_id": pa.Column(pl.String),
         "profile_id": pa.Column(pl.String),
         "run_version": pa.Column(pl.Int64, pa.Check.ge(1)),
-        "inputs_hash": pa.Column(pl.String, pa.Check.str_length(64, 64)),
         "status": pa.Column(pl.String, pa.Check.isin(list(EVALUATION_STATUSES))),
         "is_primary": pa.Column(pl.Boolean),
         "promoted_at": pa.Column(pl.Datetime("us", "UTC"), nullable=True),
