@@ -6,22 +6,19 @@ import duckdb
 import polars as pl
 import pytest
 
-from tradingmem_assets.core.migration import (
+from tradingmem_assets.core.migration import classify, partition_key_expr, partition_key_sql
+from tradingmem_assets.core.migration_backup import (
     LEGACY_SCHEMA,
     BackupIntegrityError,
     MigrationInputError,
-    classify,
-    conservation_report,
     decode_backup,
     encode_backup,
-    inspect_backups,
     load_verified_backups,
-    partition_key_expr,
-    partition_key_sql,
     prepare_backups,
     sha256_hex,
     verify_backup,
 )
+from tradingmem_assets.core.migration_report import conservation_report, inspect_backups
 from tradingmem_assets.defs.migration.partitions import (
     LEGACY_MONTHLY_PARTITIONS,
     first_month,

@@ -15,7 +15,8 @@ from typing import Any
 import click
 
 from tradingmem_assets.cli.common import CliError, dagster_instance, db_path, json_option, progress, warehouse
-from tradingmem_assets.core.audit_scoring import DIMENSIONS, SEVERITIES
+from tradingmem_assets.core.audit_findings import SEVERITIES
+from tradingmem_assets.core.audit_scoring import DIMENSIONS
 from tradingmem_assets.warehouse import read_frame, table_exists
 
 REPORTS_TABLE = "main.methodology_audit_reports"

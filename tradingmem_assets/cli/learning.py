@@ -89,7 +89,7 @@ def recent(limit: int, as_json: bool):
 def suggest_cmd(message: str, k: int | None, max_tier: int | None, as_json: bool):
     """Top-K learnings for MESSAGE, ranked by TF-IDF similarity x weight."""
     from tradingmem_assets.cli.common import db_path
-    from tradingmem_assets.core.learnings import suggest
+    from tradingmem_assets.core.learning_suggest import suggest
 
     note = _disabled_note()
     if note:

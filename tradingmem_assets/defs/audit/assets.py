@@ -7,10 +7,9 @@ from datetime import UTC, datetime
 import dagster as dg
 from pydantic import Field
 
+from tradingmem_assets.core.audit_inputs import AuditInputError, AuditWindow
 from tradingmem_assets.core.audit_scoring import (
     DIMENSIONS,
-    AuditInputError,
-    AuditWindow,
     disabled_score,
     pass_id_for,
     report_frame,

@@ -9,7 +9,7 @@ the scoring functions filter by the window again, so the narrowing never changes
 import duckdb
 import polars as pl
 
-from tradingmem_assets.core.audit_scoring import (
+from tradingmem_assets.core.audit_inputs import (
     CASE_COLUMNS,
     EVENT_COLUMNS,
     HEARTBEAT_COLUMNS,

@@ -10,27 +10,27 @@ import os
 import dagster as dg
 import polars as pl
 
-from tradingmem_assets.core.migration import (
-    CASES_SCHEMA,
+from tradingmem_assets.core.migration import CASES_SCHEMA, REJECTS_SCHEMA, classify
+from tradingmem_assets.core.migration_backup import (
     LEGACY_COLUMNS,
     MANIFEST_SCHEMA,
-    REJECTS_SCHEMA,
-    REPORT_SCHEMA,
     BackupIntegrityError,
     MigrationInputError,
-    classify,
-    conservation_report,
     decode_backup,
-    inspect_backups,
     legacy_rows,
     load_verified_backups,
     manifest_rows,
-    partition_counts,
     prepare_backups,
     read_manifest,
     rows_outside_partitions,
     sha256_hex,
     stage_backup,
+)
+from tradingmem_assets.core.migration_report import (
+    REPORT_SCHEMA,
+    conservation_report,
+    inspect_backups,
+    partition_counts,
 )
 from tradingmem_assets.defs.landing.assets import raw_key
 from tradingmem_assets.defs.metadata import table_metadata
