@@ -5,7 +5,6 @@ from __future__ import annotations
 import json
 
 import dagster as dg
-import polars as pl
 import pytest
 
 from tests.test_profile_world import (
@@ -253,19 +252,14 @@ def test_a_broken_red_line_fails_the_run_and_rolls_back_every_chunk(world: World
         t: world.query(f"SELECT * FROM {t} ORDER BY ALL")
         for t in ("fin_customer_profile", "profile_snapshots")
     }
-    real_build = core_profile.build_profiles
+    real_create = core_profile.create_profiles
 
-    def buggy_build(customers, *args, **kwargs):  # a bug that lets a conversation write investor_type
-        built = real_build(customers, *args, **kwargs)
-        return built.with_columns(
-            pl.when(pl.col("customer_id") == "c2")
-            .then(pl.lit("C5"))
-            .otherwise("investor_type")
-            .alias("investor_type")
-        )
+    def buggy_create(con, as_of, table):  # a bug that lets a conversation write investor_type
+        real_create(con, as_of, table)
+        con.execute(f"UPDATE {table} SET investor_type = 'C5' WHERE customer_id = 'c2'")
 
-    monkeypatch.setattr(profile_assets, "CHUNK_SIZE", 1)  # c1's chunk is written before c2's fails
-    monkeypatch.setattr(core_profile, "build_profiles", buggy_build)
+    monkeypatch.setattr(profile_assets, "CHUNK_SIZE", 1)  # c1's chunk passes before c2's fails
+    monkeypatch.setattr(core_profile, "create_profiles", buggy_create)
     world.write(
         "questionnaire_results",
         [

@@ -9,7 +9,7 @@ import polars as pl
 import pytest
 
 from tests.test_profile_world import AS_OF_TS, customer, frame, txn, unit
-from tradingmem_assets.core import memory, profile
+from tradingmem_assets.core import memory, profile, snapshots
 from tradingmem_assets.schemas import profile as schemas
 from tradingmem_assets.schemas.validation import validate
 
@@ -193,7 +193,7 @@ def test_preferred_asset_class_is_the_newest_promoted_fact_and_ignores_other_key
     ],
 )
 def test_mobile_keeps_the_first_three_and_last_four_characters(mobile, masked):
-    assert pl.select(profile.mask_mobile(pl.lit(mobile, dtype=pl.String))).item() == masked
+    assert build(customers=[customer("c1", mobile=mobile)])["c1"]["mobile_masked"] == masked
 
 
 def test_every_field_has_a_basis_entry_with_a_reason_even_for_an_empty_customer():
@@ -247,22 +247,22 @@ def test_snapshot_hash_is_sha256_of_the_canonical_profile_and_deterministic():
 
 def test_plan_appends_only_changed_profiles_with_the_next_version():
     built = profiles_frame()
-    first = profile.plan_snapshots(built, LATEST_EMPTY, AS_OF)
+    first = snapshots.plan_snapshots(built, LATEST_EMPTY, AS_OF)
     assert first.appended.select("customer_id", "version", "is_current").rows() == [
         ("c1", 1, True),
         ("c2", 1, True),
     ]
     assert first.superseded.height == 0
     latest = first.appended.select("customer_id", "version", "snapshot_hash")
-    assert profile.plan_snapshots(built, latest, AS_OF).appended.height == 0
+    assert snapshots.plan_snapshots(built, latest, AS_OF).appended.height == 0
 
     changed = profiles_frame(questionnaires=[q("qa", "c2", "C3", "2024-01-01")])
-    plan = profile.plan_snapshots(changed, latest, AS_OF + timedelta(days=1))
+    plan = snapshots.plan_snapshots(changed, latest, AS_OF + timedelta(days=1))
     assert plan.appended.select("customer_id", "version").rows() == [("c2", 2)]
     assert plan.superseded.get_column("customer_id").to_list() == ["c2"]
     assert (
         plan.appended.get_column("snapshot_id")[0]
-        == profile.snapshot_id_for(pl.Series(["c2"]), pl.Series([2]))[0]
+        == snapshots.snapshot_id_for(pl.Series(["c2"]), pl.Series([2]))[0]
     )
     assert plan.appended.get_column("created_at")[0] == AS_OF + timedelta(days=1)
     assert dict(plan.versions.rows()) == {"c1": 1, "c2": 2}
@@ -388,25 +388,25 @@ def test_building_in_chunks_gives_the_same_rows_as_one_pass():
     facts = memory.user_facts(promotions)
     whole = profile.build_profiles(customers, questionnaires, transactions, facts, AS_OF, promotions)
     parts = []
-    for chunk in profile.customer_chunks(customers, 3):
-        ids = chunk.get_column("customer_id")
+    ordered = customers.sort("customer_id")
+    for start in range(0, ordered.height, 3):  # profiles are per customer: any split gives the same rows
+        chunk = ordered.slice(start, 3)
+        mine = pl.col("customer_id").is_in(chunk.get_column("customer_id").implode())
         parts.append(
             profile.build_profiles(
                 chunk,
-                profile.rows_of(questionnaires, ids),
-                profile.rows_of(transactions, ids),
-                profile.rows_of(facts, ids),
+                questionnaires.filter(mine),
+                transactions.filter(mine),
+                facts.filter(mine),
                 AS_OF,
-                profile.rows_of(promotions, ids),
+                promotions.filter(mine),
             )
         )
     assert [p.height for p in parts] == [3, 3, 1]
     assert pl.concat(parts).drop("basis").equals(whole.drop("basis"))
 
 
-def test_reading_only_the_needed_transactions_gives_the_same_profile():
-    import duckdb
-
+def test_the_latest_balance_may_be_older_than_the_windows_and_future_rows_do_not_count():
     rows = [
         txn("old_balance", "c1", "2023-01-01", "R1", balance=111.0),
         txn("old_no_balance", "c1", "2023-02-01", "R5", balance=None),
@@ -415,21 +415,16 @@ def test_reading_only_the_needed_transactions_gives_the_same_profile():
         txn("c2_recent", "c2", "2024-06-20", "R2", balance=6.0),
         txn("c2_future", "c2", "2024-07-05", "R5", balance=7.0),
     ]
-    full = frame("customer_transactions", rows)
-    con = duckdb.connect()
-    try:
-        con.execute("SET TimeZone = 'UTC'")
-        con.execute("CREATE SCHEMA raw")
-        con.register("_tx", full)
-        con.execute("CREATE TABLE raw.customer_transactions AS SELECT * FROM _tx")
-        needed = con.sql(profile.TRANSACTIONS_NEEDED_SQL, params=[AS_OF]).pl()
-    finally:
-        con.close()
-    assert sorted(needed.get_column("txn_id").to_list()) == ["c2_recent", "old_balance", "recent_no_balance"]
     customers = frame("customers", [customer("c1"), customer("c2")])
     questionnaires = frame("questionnaire_results", [q("qa", "c1", "C2", "2024-01-01")])
     empty_facts = memory.user_facts(memory.classify_units(frame("memory_unit", []), AS_OF, 365))
-    a = profile.build_profiles(customers, questionnaires, full, empty_facts, AS_OF)
-    b = profile.build_profiles(customers, questionnaires, needed, empty_facts, AS_OF)
-    assert a.drop("basis").equals(b.drop("basis"))
-    assert a.filter(pl.col("customer_id") == "c1").get_column("total_asset").item() == 111.0
+    built = profile.build_profiles(
+        customers, questionnaires, frame("customer_transactions", rows), empty_facts, AS_OF
+    )
+    c1, c2 = built.to_dicts()
+    assert c1["total_asset"] == 111.0  # a year-old balance: nothing later carries one
+    basis = json.loads(c1["generation_basis"])
+    assert basis["total_asset"]["row_ids"] == {"customer_transactions": ["old_balance"]}
+    # its buy is exactly 30 days old: outside (as_of - 30 d, as_of], inside 90 d, and above C2
+    assert (c1["trading_frequency"], c1["behavior_score"]) == (0, 0.0)
+    assert c2["total_asset"] == 6.0 and c2["trading_frequency"] == 1  # the future row does not exist yet

@@ -9,11 +9,23 @@ import pytest
 
 from tests.test_role_memory_world import AS_OF, EXECUTED, Chain, band, fill_price_for, load_runs
 from tests.world import World
-from tradingmem_assets.core.admission import ROLE_CASES_SCHEMA, admit, case_id_for, registry_frame, stamp
+from tradingmem_assets.core.admission import (
+    ROLE_CASES_SCHEMA,
+    admit,
+    case_id_for,
+    registry_frame,
+    write_cases,
+)
 from tradingmem_assets.core.registry import load_registry
 from tradingmem_assets.settings import SETTINGS
 
 REGISTRY = registry_frame(load_registry(SETTINGS.roles_file).rows())
+
+
+def written(con: duckdb.DuckDBPyConnection, as_of=AS_OF, table: str = "main.cases") -> pl.DataFrame:
+    """Admit and (re)write the cases to ``table``, as the asset does; the table as a frame."""
+    write_cases(con, admit(con, REGISTRY, as_of), as_of, table)
+    return con.sql(f"SELECT * FROM {table}").pl()
 
 
 def admitted(chain: Chain, runs: list[dict] | None = None, as_of=AS_OF) -> dict[str, dict]:
@@ -31,7 +43,7 @@ def admitted(chain: Chain, runs: list[dict] | None = None, as_of=AS_OF) -> dict[
             for d, e in first_exec.items()
         ]
     load_runs(con, runs)
-    return {r["decision_id"]: r for r in admit(con, REGISTRY, as_of).iter_rows(named=True)}
+    return {r["decision_id"]: r for r in written(con, as_of).iter_rows(named=True)}
 
 
 def case(chain: Chain, decision_id: str = "d", **kwargs) -> dict:
@@ -249,12 +261,12 @@ def test_updated_at_moves_only_when_the_row_changes():
     load_runs(
         con, [{"decision_id": d, "execution_id": f"e_{d}_0", "excess": 0.1, "volatility": 0.01} for d in "ab"]
     )
-    first = stamp(admit(con, REGISTRY, AS_OF), pl.DataFrame(schema=ROLE_CASES_SCHEMA), AS_OF)
+    first = written(con, AS_OF)
     later = AS_OF + timedelta(days=3)
-    again = stamp(admit(con, REGISTRY, later), first, later)
+    again = written(con, later)
     assert again.equals(first)
     con.execute("UPDATE raw.trade_executions SET automation_flag = true WHERE execution_id = 'e_b_0'")
-    changed = stamp(admit(con, REGISTRY, later), first, later)
+    changed = written(con, later)
     by_id = {r["decision_id"]: r for r in changed.iter_rows(named=True)}
     assert by_id["a"]["updated_at"] == AS_OF and by_id["b"]["updated_at"] == later
     assert by_id["b"]["created_at"] == by_id["a"]["created_at"]  # decided_at, never the run time
@@ -413,8 +425,8 @@ def chained_cases() -> pl.DataFrame:
             for d in ("ok", "auto", "ghost")
         ],
     )
-    con.register("_cases", stamp(admit(con, REGISTRY, AS_OF), pl.DataFrame(schema=ROLE_CASES_SCHEMA), AS_OF))
-    return with_chain(con, "_cases")
+    written(con)
+    return with_chain(con, "main.cases").pl()
 
 
 @pytest.mark.parametrize(

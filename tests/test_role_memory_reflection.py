@@ -25,9 +25,9 @@ from tradingmem_assets.core.reflection import (
     DETERMINISTIC,
     LESSON_MAX_CHARS,
     DeterministicReflector,
-    classify,
+    classified,
     deterministic_lesson_expr,
-    outcome_expr,
+    outcome_sql,
 )
 from tradingmem_assets.settings import SETTINGS
 
@@ -51,8 +51,8 @@ off = pytest.mark.skipif(SETTINGS.role_memory_mode == "off", reason="ROLE_MEMORY
 )
 def test_outcome_is_win_above_the_band_loss_below_minus_the_band_flat_within(factor, label):
     b = 0.0265
-    got = pl.DataFrame({"x": [factor * b], "b": [b]}).select(outcome_expr(pl.col("x"), pl.col("b"))).item()
-    assert got == label
+    sql = f"SELECT {outcome_sql('x', 'b')} FROM (SELECT ?::DOUBLE AS x, ?::DOUBLE AS b)"
+    assert duckdb.execute(sql, [factor * b, b]).fetchall() == [(label,)]
 
 
 def ladder_row(outcome="loss", exogenous=False, missing=(), **extra) -> dict:
@@ -87,8 +87,9 @@ def ladder_row(outcome="loss", exogenous=False, missing=(), **extra) -> dict:
     ],
 )
 def test_classification_ladder_first_match_wins(row, expected):
-    frame = pl.DataFrame([row], schema_overrides={"missing_evidence": pl.List(pl.String)})
-    got = classify(frame).row(0, named=True)
+    con = duckdb.connect()
+    con.register("ladder", pl.DataFrame([row], schema_overrides={"missing_evidence": pl.List(pl.String)}))
+    got = con.sql(classified("ladder")).pl().row(0, named=True)
     assert got["classification"] == expected
     assert got["trainable"] is (expected in ("missing_data", "logic_error"))
 

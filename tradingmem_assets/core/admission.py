@@ -21,19 +21,27 @@ Choices this module commits to (also in docs/role_memory.md):
   volatility (the noise band cannot be drawn without them).
 - symbol / direction / account / market / scenario / text are the decision's (what the role
   decided); every fact about the trade (execution, settlement, run, outcome) is joined from the chain.
+
+Scale: the cases are built, stamped and sorted inside DuckDB (``admit`` into a temp table that
+spills under the connection's ``memory_limit``, then ``write_cases``); Python only encodes the
+provenance JSON (a Polars function DuckDB calls vector by vector, ``polars_json``), and the
+invariants stream through Pandera in chunks.
 """
 
 from __future__ import annotations
 
 import hashlib
+from collections.abc import Iterator
+from contextlib import contextmanager
 from datetime import datetime
 
 import duckdb
 import polars as pl
+import pyarrow as pa
 
-from tradingmem_assets.core.reflection import outcome_expr
+from tradingmem_assets.core.reflection import outcome_sql
 from tradingmem_assets.core.vocabulary import AUTOMATED_SOURCES, LINK_FIELDS, MANUAL_SOURCES
-from tradingmem_assets.warehouse import read_frame, table_exists
+from tradingmem_assets.warehouse import table_exists
 
 UTC_TS = pl.Datetime("us", "UTC")
 
@@ -116,9 +124,13 @@ def _norm(expr: str) -> str:
 
 
 _MISMATCH_ITEMS = ",\n".join(
-    f"CASE WHEN e.{f} IS DISTINCT FROM d.{f} THEN 'link_mismatch:{f}' END" for f in LINK_FIELDS
+    f"CASE WHEN e.{f} IS DISTINCT FROM pv.{f} THEN 'link_mismatch:{f}' END" for f in LINK_FIELDS
 )
 _MISMATCH_ORDER = _sql_list(tuple(f"link_mismatch:{f}" for f in LINK_FIELDS))
+_EXECUTION = (
+    "{'execution_id': named_execution_id, 'found': found, 'source': source, "
+    "'source_verified': source_verified, 'automation_flag': automation_flag}"
+)
 
 ADMISSION_SQL = f"""
 WITH
@@ -128,8 +140,8 @@ d AS (
     LEFT JOIN _tm_roles r ON r.role_id = d.role_id
     WHERE d.role_id IS NOT NULL AND d.decided_at <= $1
 ),
-pv AS (
-    SELECT d.decision_id, p.preview_id
+pv AS (  -- the decision's own preview, with the fields its executions must agree with
+    SELECT p.preview_id, {", ".join(f"d.{f}" for f in LINK_FIELDS)}
     FROM d JOIN raw.trade_previews p
       ON p.preview_id = d.preview_id AND p.decision_id = d.decision_id AND p.created_at <= $1
 ),
@@ -143,8 +155,13 @@ pos AS (
     WHERE opened_at <= $1
     GROUP BY execution_id
 ),
+-- preview_id and consumption_id are keys of their raw tables: a decision has one link per consumption
+consumed AS (
+    SELECT preview_id, count(*) AS n_consumptions
+    FROM raw.preview_consumptions WHERE consumed_at <= $1 GROUP BY preview_id
+),
 links AS (
-    SELECT pv.decision_id, c.consumption_id, c.execution_id AS named_execution_id,
+    SELECT pv.decision_id, n.n_consumptions, c.consumption_id, c.execution_id AS named_execution_id,
            e.execution_id IS NOT NULL AS found,
            e.source, e.source_verified, e.automation_flag,
            CASE WHEN e.execution_id IS NULL THEN []::VARCHAR[]
@@ -160,12 +177,25 @@ links AS (
            e.execution_id IS NOT NULL AND coalesce(pos.settled, false) AS settled,
            pos.closed_at, coalesce(pos.position_ids, []::VARCHAR[]) AS position_ids
     FROM pv
-    JOIN d ON d.decision_id = pv.decision_id
     JOIN raw.preview_consumptions c ON c.preview_id = pv.preview_id AND c.consumed_at <= $1
+    JOIN consumed n ON n.preview_id = pv.preview_id
     LEFT JOIN raw.trade_executions e ON e.execution_id = c.execution_id AND e.executed_at <= $1
     LEFT JOIN pos ON pos.execution_id = e.execution_id
 ),
+-- Nearly every decision has exactly one consumption: its link row already is the aggregate (the
+-- list aggregates below are what made this query slow and memory hungry at scale). position_ids
+-- of one execution are already sorted and distinct (position_id is a key).
 link_agg AS (
+    SELECT decision_id, n_consumptions,
+           NOT found AS missing_execution,
+           mismatches AS all_mismatches,
+           automated, unverified, unknown, settled, closed_at,
+           [named_execution_id] AS execution_ids,
+           [consumption_id] AS consumption_ids,
+           position_ids,
+           [{_EXECUTION}] AS executions
+    FROM links WHERE n_consumptions = 1
+    UNION ALL
     SELECT decision_id,
            count(*) AS n_consumptions,
            bool_or(NOT found) AS missing_execution,
@@ -179,10 +209,8 @@ link_agg AS (
            list_sort(list(consumption_id)) AS consumption_ids,
            list_sort(list_distinct(flatten(list(position_ids)))) AS position_ids,
            -- unordered aggregates + list_sort: DuckDB's ordered aggregates are much slower
-           list_sort(list({{'execution_id': named_execution_id, 'found': found, 'source': source,
-                            'source_verified': source_verified, 'automation_flag': automation_flag}}))
-               AS executions
-    FROM links GROUP BY decision_id
+           list_sort(list({_EXECUTION})) AS executions
+    FROM links WHERE n_consumptions > 1 GROUP BY decision_id
 ),
 runs AS (
     SELECT r.decision_id, r.run_id, r.execution_id, r.profile_id, r.run_version, r.status,
@@ -244,20 +272,19 @@ assembled AS (
 SELECT 'rc_' || left(sha256(decision_id || '|' || role_id), 16) AS case_id,
        *,
        CASE WHEN list_has_any(reasons, {_sql_list(QUARANTINE_REASONS)}) THEN 'quarantined'
-            WHEN len(list_filter(reasons, lambda x: NOT list_contains({_sql_list(PENDING_REASONS)}, x))) > 0
-                THEN 'ineligible'
+            WHEN NOT list_has_all({_sql_list(PENDING_REASONS)}, reasons) THEN 'ineligible'
             WHEN len(reasons) > 0 THEN 'pending'
             ELSE 'eligible' END AS status
 FROM assembled
 """
 
 
-def _expose(con: duckdb.DuckDBPyConnection, view: str, table: str, empty: pl.Schema) -> bool:
-    """Expose ``table`` as ``view`` (a temp view), or an empty frame when it does not exist yet.
+def _expose(con: duckdb.DuckDBPyConnection, view: str, table: str | None, empty: pl.Schema) -> bool:
+    """Expose ``table`` as ``view`` (a temp view), or an empty frame when it does not exist (yet).
 
     Returns True when a frame was registered (to be unregistered), False for a temp view.
     """
-    if table_exists(con, table):
+    if table is not None and table_exists(con, table):
         con.execute(f"CREATE OR REPLACE TEMP VIEW {view} AS SELECT * FROM {table}")
         return False
     con.register(view, pl.DataFrame(schema=empty))
@@ -271,62 +298,136 @@ def _release(con: duckdb.DuckDBPyConnection, view: str, registered: bool) -> Non
         con.execute(f"DROP VIEW IF EXISTS {view}")
 
 
-def admit(con: duckdb.DuckDBPyConnection, registry: pl.DataFrame, as_of: datetime) -> pl.DataFrame:
-    """One role case per decision that names a role, with every reason that applies.
+@contextmanager
+def _exposed(
+    con: duckdb.DuckDBPyConnection, views: dict[str, tuple[str | None, pl.Schema]]
+) -> Iterator[None]:
+    """``_expose`` every ``view: (table, empty schema)`` for the duration of the block."""
+    registered = {}
+    try:
+        for view, (table, empty) in views.items():
+            registered[view] = _expose(con, view, table, empty)
+        yield
+    finally:
+        for view, frame in registered.items():
+            _release(con, view, frame)
+
+
+@contextmanager
+def polars_json(con: duckdb.DuckDBPyConnection, name: str, struct_type: duckdb.DuckDBPyType) -> Iterator[str]:
+    """A SQL function ``name(struct) -> JSON`` that encodes with Polars, vector by vector.
+
+    The stored provenance has always been Polars' ``struct.json_encode`` text; DuckDB's ``to_json``
+    spells some floats differently (``0.00000636`` for ``6.36e-6``), which would change rows whose
+    content did not change. DuckDB streams the struct through this function, so no frame of the
+    whole table is ever built in Python; the text comes back typed as JSON (no re-parsing).
+    """
+
+    def encode(structs: pa.Array) -> pa.Array:
+        text = pl.from_arrow(structs).struct.json_encode().to_arrow()  # type: ignore[union-attr]
+        return pa.ExtensionArray.from_storage(pa.json_(text.type), text)
+
+    con.create_function(name, encode, [struct_type], "JSON", type="arrow")  # type: ignore[arg-type]
+    try:
+        yield name
+    finally:
+        con.remove_function(name)
+
+
+ADMITTED = "_tm_admitted_cases"
+
+# ``{cases}`` is ADMISSION_SQL. Provenance stays a struct until the rows are written (``write_cases``).
+ADMITTED_SQL = """
+CREATE OR REPLACE TEMP TABLE {into} AS
+SELECT case_id, decision_id, role_id, symbol, scenario, direction, account_id, market, execution_id,
+       primary_run_id, decision_text, {outcome} AS outcome, status, reasons,
+       status = 'quarantined' AS quarantined, status = 'eligible' AS scoring_eligible,
+       provenance, decided_at AS created_at
+FROM ({cases})
+"""
+
+
+def admit(
+    con: duckdb.DuckDBPyConnection, registry: pl.DataFrame, as_of: datetime, into: str = ADMITTED
+) -> str:
+    """Admit every decision that names a role into temp table ``into``; returns ``into``.
 
     ``con`` exposes the raw landing tables and (when materialized) ``main.evaluation_runs`` /
-    ``main.evaluation_components``; ``registry`` is ``registry_frame(...)``. Returns the
-    ``ROLE_CASES_SCHEMA`` columns with ``updated_at`` still unset (see ``stamp``).
+    ``main.evaluation_components``; ``registry`` is ``registry_frame(...)``. The table has the
+    ``ROLE_CASES_SCHEMA`` columns but ``updated_at``, in no particular order, with provenance as a
+    struct: ``write_cases`` stamps, sorts, encodes and writes them.
     """
     con.register("_tm_roles", registry)
-    runs = _expose(con, "_tm_runs", "main.evaluation_runs", _RUNS_EMPTY)
-    components = _expose(con, "_tm_components", "main.evaluation_components", _COMPONENTS_EMPTY)
     try:
-        raw = read_frame(con, ADMISSION_SQL, [as_of])
+        with _exposed(
+            con,
+            {
+                "_tm_runs": ("main.evaluation_runs", _RUNS_EMPTY),
+                "_tm_components": ("main.evaluation_components", _COMPONENTS_EMPTY),
+            },
+        ):
+            outcome = outcome_sql("excess_return", "noise_band")
+            con.execute(ADMITTED_SQL.format(into=into, cases=ADMISSION_SQL, outcome=outcome), [as_of])
     finally:
         con.unregister("_tm_roles")
-        _release(con, "_tm_runs", runs)
-        _release(con, "_tm_components", components)
-    return (
-        raw.with_columns(
-            # JSON in Polars: DuckDB's to_json over lists of structs is ~10x slower
-            pl.col("provenance").struct.json_encode().alias("provenance"),
-            outcome_expr(pl.col("excess_return"), pl.col("noise_band")).alias("outcome"),
-            (pl.col("status") == "quarantined").alias("quarantined"),
-            (pl.col("status") == "eligible").alias("scoring_eligible"),
-            pl.col("decided_at").cast(UTC_TS).alias("created_at"),
-            pl.lit(None, dtype=UTC_TS).alias("updated_at"),
-        )
-        .select(ROLE_CASES_SCHEMA.names())
-        .cast(ROLE_CASES_SCHEMA)
-        .sort("role_id", "symbol", "case_id")
-    )  # type: ignore[arg-type]
+    return into
 
 
-def stamp(cases: pl.DataFrame, previous: pl.DataFrame, as_of: datetime) -> pl.DataFrame:
-    """``updated_at``: kept from the previous table when the row's content did not change, else ``as_of``.
+UNCHANGED = "_tm_unchanged_cases"
 
-    So re-materializing unchanged inputs changes no row, and a changed row says when it changed.
+# The updated_at of every stored row whose content the admission did not change (NULL: changed).
+# A CASE, not a WHERE: as a filter, the comparisons would become keys of a very wide hash join.
+UNCHANGED_SQL = """
+CREATE OR REPLACE TEMP TABLE {into} AS
+SELECT c.case_id, CASE WHEN {unchanged} THEN p.updated_at END AS updated_at
+FROM {admitted} c
+JOIN {table} p ON p.case_id = c.case_id
+"""
+
+# Sorted first, then encoded: the sort moves the compact struct, not its JSON text.
+WRITE_SQL = """
+CREATE OR REPLACE TABLE {table} AS
+SELECT {columns}, coalesce(kept_updated_at, $1) AS updated_at
+FROM (
+    SELECT c.*, u.updated_at AS kept_updated_at
+    FROM {admitted} c
+    LEFT JOIN {unchanged} u ON u.case_id = c.case_id
+    ORDER BY c.role_id, c.symbol, c.case_id
+)
+"""
+
+
+def write_cases(
+    con: duckdb.DuckDBPyConnection, admitted: str, as_of: datetime, table: str = "main.role_cases"
+) -> None:
+    """Replace ``table`` with the ``admitted`` cases, sorted; reasons stay VARCHAR[], provenance is JSON.
+
+    ``updated_at`` is kept from the row being replaced when none of the content columns changed,
+    else it is ``as_of``: re-materializing unchanged inputs changes no row, and a changed row says
+    when it changed. Call inside ``transaction``.
     """
-    prev = previous.select(
-        "case_id", *[pl.col(c).alias(f"__prev_{c}") for c in CONTENT_COLUMNS + ["updated_at"]]
-    )
-    joined = cases.drop("updated_at").join(prev, on="case_id", how="left")
-    same = pl.lit(True)
-    for c in CONTENT_COLUMNS:
-        same = same & pl.col(c).eq_missing(pl.col(f"__prev_{c}"))
-    same = same & pl.col("__prev_updated_at").is_not_null()
-    out = joined.with_columns(
-        pl.when(same)
-        .then(pl.col("__prev_updated_at"))
-        .otherwise(pl.lit(as_of).cast(UTC_TS))
-        .alias("updated_at")
-    )
-    return out.select(ROLE_CASES_SCHEMA.names()).cast(ROLE_CASES_SCHEMA)  # type: ignore[arg-type]
-
-
-def changed_rows(stamped: pl.DataFrame, as_of: datetime) -> int:
-    return int(stamped.filter(pl.col("updated_at") == pl.lit(as_of).cast(UTC_TS)).height)
+    provenance = con.sql(f"SELECT provenance FROM {admitted}").types[0]
+    with polars_json(con, "_tm_provenance_json", provenance) as json:
+        if table_exists(con, table):
+            unchanged = " AND ".join(
+                f"{json}(c.provenance)::VARCHAR IS NOT DISTINCT FROM p.provenance::VARCHAR"
+                if c == "provenance"
+                else f"c.{c} IS NOT DISTINCT FROM p.{c}"
+                for c in CONTENT_COLUMNS
+            )
+            con.execute(
+                UNCHANGED_SQL.format(into=UNCHANGED, admitted=admitted, table=table, unchanged=unchanged)
+            )
+        else:
+            con.execute(f"CREATE OR REPLACE TEMP TABLE {UNCHANGED} (case_id VARCHAR, updated_at TIMESTAMPTZ)")
+        columns = ", ".join(
+            f"{json}(provenance) AS provenance" if c == "provenance" else c
+            for c in ROLE_CASES_SCHEMA.names()
+            if c != "updated_at"
+        )
+        con.execute(
+            WRITE_SQL.format(table=table, columns=columns, admitted=admitted, unchanged=UNCHANGED), [as_of]
+        )
 
 
 # --- what the invariant checks read from the chain (never from the case itself) -----------------
@@ -336,7 +437,6 @@ SELECT rc.*, e.source AS chain_source, e.automation_flag AS chain_automation_fla
        e.source_verified AS chain_source_verified
 FROM {cases} rc
 LEFT JOIN raw.trade_executions e ON e.execution_id = rc.execution_id
-ORDER BY rc.case_id
 """
 
 COVERAGE_SQL = """
@@ -348,17 +448,19 @@ SELECT coalesce(x.decision_id, s.decision_id) AS decision_id,
        x.decision_id IS NOT NULL AS names_a_role,
        coalesce(s.n_cases, 0) AS n_cases
 FROM expected x FULL OUTER JOIN seen s ON s.decision_id = x.decision_id
-ORDER BY 1
 """
 
 
-def with_chain(con: duckdb.DuckDBPyConnection, cases: str = "main.role_cases") -> pl.DataFrame:
-    """Cases with the source facts of their linked execution, read from ``raw.trade_executions``."""
-    return read_frame(con, CHAIN_SQL.format(cases=cases))
+def with_chain(con: duckdb.DuckDBPyConnection, cases: str = "main.role_cases") -> duckdb.DuckDBPyRelation:
+    """Cases with the source facts of their linked execution, read from ``raw.trade_executions``.
+
+    A lazy relation: stream it (``schemas.role_memory.validate_relation``) or ``.pl()`` a small one.
+    """
+    return con.sql(CHAIN_SQL.format(cases=cases))
 
 
 def decision_coverage(
     con: duckdb.DuckDBPyConnection, as_of: datetime, cases: str = "main.role_cases"
-) -> pl.DataFrame:
+) -> duckdb.DuckDBPyRelation:
     """Per decision: does it name a role, and how many cases does it have (must be exactly one)."""
-    return read_frame(con, COVERAGE_SQL.format(cases=cases), [as_of])
+    return con.sql(COVERAGE_SQL.format(cases=cases), params=[as_of])

@@ -1,9 +1,11 @@
 """Memory layers (SPEC section 10): short-term session contexts and mid- to long-term promotion.
 
-Everything here is set-based Polars over plain frames; no Dagster and no warehouse handle, except
-``count_units_awaiting_adjudication`` (reads ``raw.memory_unit`` for the doctor). sha256 runs in a
-throw-away in-memory DuckDB over Arrow. The ``*_SQL`` constants are read pushdowns for the assets:
-they select a superset of the rows the rules need, and the functions here re-apply the rules.
+No Dagster here. Session contexts are set-based Polars over plain frames;
+``ACTIVE_SESSION_MESSAGES_SQL`` is a read pushdown that selects a superset of the messages the rules
+need (``session_contexts`` re-applies them). The promotion is set-based DuckDB SQL that stays in the
+warehouse (``create_promotions``, ``create_user_facts``: millions of units never come into Python);
+``classify_units`` and ``user_facts`` run the same statements over plain frames in a throw-away
+in-memory DuckDB, and ``count_units_awaiting_adjudication`` reads ``raw.memory_unit`` for the doctor.
 
 Rules this module commits to (also in docs/profile.md):
 - A session is active at ``as_of`` when its newest message is at most 30 minutes before ``as_of``
@@ -278,10 +280,127 @@ WHERE m.created_at <= $1
 
 
 # --- mid-term -> long-term: promotion ------------------------------------------------------------
+#
+# Set-based SQL over raw.memory_unit / raw.memory_evidence (``create_promotions``) and
+# memory_promotions (``create_user_facts``); ``classify_units`` and ``user_facts`` run the same
+# statements over plain frames.
+
+UNIT_COLUMNS = (
+    "unit_id",
+    "customer_id",
+    "fact_key",
+    "fact_value",
+    "confidence",
+    "evidence_count",
+    "conflict_count",
+    "valid_from",
+    "valid_until",
+    "source_portal",
+    "source_episode_id",
+    "created_at",
+    "updated_at",
+)
 
 
-def _day(column: str) -> pl.Expr:
-    return pl.col(column).dt.strftime("%Y-%m-%d")
+def _sql_text(text: str) -> str:
+    return "'" + text.replace("'", "''") + "'"
+
+
+def _day(column: str) -> str:
+    return f"strftime({column}, '%Y-%m-%d')"
+
+
+# 4 decimals, half to even on the scaled value: the rounding the stored decisions were written with
+_CONFIDENCE = "(round_even(confidence * 10000, 0) / 10000)::VARCHAR"
+
+# first match wins; $as_of and $stale_before are the run's instants
+_STATUS_RULES: dict[str, tuple[str, str]] = {  # code: (condition, detail)
+    "not_yet_valid": ("valid_from > $as_of", f"'not valid yet: valid_from ' || {_day('valid_from')}"),
+    "expired": (
+        "valid_until IS NOT NULL AND valid_until <= $as_of",
+        f"'expired: valid_until ' || {_day('valid_until')}",
+    ),
+    "awaiting_adjudication": (
+        "conflict_count > 0",
+        "'waits for adjudication: conflict_count ' || conflict_count::VARCHAR || ' > 0'",
+    ),
+    "below_threshold": (
+        f"evidence_count < {PROMOTION_MIN_EVIDENCE} AND confidence < {PROMOTION_MIN_CONFIDENCE!r}::DOUBLE",
+        f"'one-off statement: evidence_count ' || evidence_count::VARCHAR || ' < {PROMOTION_MIN_EVIDENCE}"
+        f" and confidence ' || {_CONFIDENCE} || ' < {PROMOTION_MIN_CONFIDENCE:.2f}'",
+    ),
+    "stale": (
+        "updated_at < $stale_before",
+        f"'demoted: stale, no new evidence since ' || {_day('updated_at')} || ' (more than "
+        "MEMORY_STALE_DAYS=' || $stale_days::VARCHAR || ' days before as_of)'",
+    ),
+}
+_PROMOTED_DETAIL = (
+    "'promoted: evidence_count ' || evidence_count::VARCHAR || ' / confidence ' || "
+    f"{_CONFIDENCE} || ' meet the threshold (evidence >= {PROMOTION_MIN_EVIDENCE} or confidence >= "
+    f"{PROMOTION_MIN_CONFIDENCE:.2f}), no conflict, valid and fresh'"
+)
+
+_STATUS = " ".join(f"WHEN {cond} THEN {_sql_text(code)}" for code, (cond, _) in _STATUS_RULES.items())
+_REASONS = ", ".join(
+    f"CASE WHEN {cond} THEN {_sql_text(code)} END" for code, (cond, _) in _STATUS_RULES.items()
+)
+_DETAIL = " ".join(f"WHEN {cond} THEN {detail}" for cond, detail in _STATUS_RULES.values())
+
+PROMOTIONS_SQL = f"""
+WITH evidence AS (
+    SELECT unit_id, count(*) AS evidence_rows
+    FROM raw.memory_evidence
+    WHERE created_at <= $as_of
+    GROUP BY unit_id
+)
+SELECT unit_id, customer_id, fact_key, fact_value,
+       CASE {_STATUS} ELSE 'promoted' END AS status,
+       list_filter([{_REASONS}], lambda code: code IS NOT NULL) AS reasons,
+       CASE {_DETAIL} ELSE {_PROMOTED_DETAIL} END AS detail,
+       confidence, evidence_count, conflict_count, valid_from, valid_until, updated_at,
+       source_portal, source_episode_id, coalesce(evidence.evidence_rows, 0) AS evidence_rows
+FROM raw.memory_unit LEFT JOIN evidence USING (unit_id)
+WHERE created_at <= $as_of
+"""
+
+
+def create_promotions(
+    con: duckdb.DuckDBPyConnection, as_of: datetime, stale_days: int, table: str = "main.memory_promotions"
+) -> None:
+    """The promotion decision of every memory unit known at ``as_of`` (created_at <= as_of), into
+    ``table`` (MEMORY_PROMOTIONS_SCHEMA, ordered by unit_id). Reads raw.memory_unit and
+    raw.memory_evidence; ``evidence_rows`` counts the unit's evidence rows known at ``as_of``."""
+    params = {"as_of": as_of, "stale_before": as_of - timedelta(days=stale_days), "stale_days": stale_days}
+    con.execute(f"CREATE OR REPLACE TABLE {table} AS {PROMOTIONS_SQL} ORDER BY unit_id", params)
+
+
+def user_facts_sql(promotions: str) -> str:
+    """The long-term facts (USER_FACTS_SCHEMA): one per promoted unit of ``promotions``."""
+    critical = ", ".join(_sql_text(k) for k in CRITICAL_FACT_KEYS)
+    return f"""
+SELECT 'uf_' || left(sha256(unit_id), 16) AS fact_id, customer_id, fact_key, fact_value,
+       fact_key IN ({critical}) AS is_critical, confidence, evidence_count,
+       unit_id AS source_unit_id, source_portal, source_episode_id,
+       greatest(valid_from, updated_at) AS promoted_at
+FROM {promotions}
+WHERE status = 'promoted'
+"""
+
+
+def create_user_facts(
+    con: duckdb.DuckDBPyConnection, promotions: str = "main.memory_promotions", table: str = "main.user_facts"
+) -> None:
+    """``user_facts_sql`` into ``table``, ordered by customer_id, fact_key, fact_id."""
+    order = "customer_id, fact_key, fact_id"
+    con.execute(f"CREATE OR REPLACE TABLE {table} AS {user_facts_sql(promotions)} ORDER BY {order}")
+
+
+def _in_memory() -> duckdb.DuckDBPyConnection:
+    con = duckdb.connect()
+    con.execute("SET TimeZone = 'UTC'")
+    con.execute("CREATE SCHEMA raw")
+    return con
 
 
 def classify_units(
@@ -290,93 +409,34 @@ def classify_units(
     stale_days: int,
     evidence: pl.DataFrame | None = None,
 ) -> pl.DataFrame:
-    """The promotion decision of every memory unit known at ``as_of`` (created_at <= as_of).
+    """``create_promotions`` over plain frames.
 
-    ``units``: the columns of ``raw.memory_unit``. ``evidence`` (optional): unit_id, created_at;
-    ``evidence_rows`` counts the memory_evidence rows of the unit known at ``as_of`` (its excerpts
-    are found by ``memory_evidence.unit_id``).
+    ``units``: the columns of ``raw.memory_unit``. ``evidence`` (optional): unit_id, created_at.
     """
-    stale_before = as_of - timedelta(days=stale_days)
-    known = as_utc(units).filter(pl.col("created_at") <= as_of)
-    codes = {
-        "not_yet_valid": pl.col("valid_from") > as_of,
-        "expired": pl.col("valid_until").is_not_null() & (pl.col("valid_until") <= as_of),
-        "awaiting_adjudication": pl.col("conflict_count") > 0,
-        "below_threshold": (pl.col("evidence_count") < PROMOTION_MIN_EVIDENCE)
-        & (pl.col("confidence") < PROMOTION_MIN_CONFIDENCE),
-        "stale": pl.col("updated_at") < stale_before,
-    }
-    details = {
-        "not_yet_valid": pl.format("not valid yet: valid_from {}", _day("valid_from")),
-        "expired": pl.format("expired: valid_until {}", _day("valid_until")),
-        "awaiting_adjudication": pl.format(
-            "waits for adjudication: conflict_count {} > 0", pl.col("conflict_count")
-        ),
-        "below_threshold": pl.format(
-            "one-off statement: evidence_count {} < {} and confidence {} < {}",
-            pl.col("evidence_count"),
-            pl.lit(PROMOTION_MIN_EVIDENCE),
-            pl.col("confidence").round(4),
-            pl.lit(f"{PROMOTION_MIN_CONFIDENCE:.2f}"),
-        ),
-        "stale": pl.format(
-            "demoted: stale, no new evidence since {} (more than MEMORY_STALE_DAYS={} days before as_of)",
-            _day("updated_at"),
-            pl.lit(stale_days),
-        ),
-    }
-    status = pl.lit("promoted")
-    detail = pl.format(
-        "promoted: evidence_count {} / confidence {} meet the threshold "
-        "(evidence >= {} or confidence >= {}), "
-        "no conflict, valid and fresh",
-        pl.col("evidence_count"),
-        pl.col("confidence").round(4),
-        pl.lit(PROMOTION_MIN_EVIDENCE),
-        pl.lit(f"{PROMOTION_MIN_CONFIDENCE:.2f}"),
-    )
-    for code in reversed(list(codes)):  # build the first-match-wins chain from the lowest precedence
-        status = pl.when(codes[code]).then(pl.lit(code)).otherwise(status)
-        detail = pl.when(codes[code]).then(details[code]).otherwise(detail)
-    # concat_str + split is an order of magnitude faster than concat_list of conditionals
-    joined = pl.concat_str(
-        [pl.when(cond).then(pl.lit(code)) for code, cond in codes.items()], separator=",", ignore_nulls=True
-    )
-    reasons = (
-        pl.when(joined == "").then(pl.lit([], dtype=pl.List(pl.String))).otherwise(joined.str.split(","))
-    )
-
-    out = known.with_columns(status.alias("status"), reasons.alias("reasons"), detail.alias("detail"))
-    if evidence is not None and evidence.height:
-        counts = (
-            as_utc(evidence)
-            .filter(pl.col("created_at") <= as_of)
-            .group_by("unit_id")
-            .agg(pl.len().cast(pl.Int64).alias("evidence_rows"))
-        )
-        out = out.join(counts, on="unit_id", how="left")
-    else:
-        out = out.with_columns(pl.lit(None, dtype=pl.Int64).alias("evidence_rows"))
-    out = out.with_columns(pl.col("evidence_rows").fill_null(0))
-    return out.select(MEMORY_PROMOTIONS_SCHEMA.names()).cast(MEMORY_PROMOTIONS_SCHEMA).sort("unit_id")  # type: ignore[arg-type]
+    if evidence is None:
+        evidence = pl.DataFrame(schema={"unit_id": pl.String, "created_at": TS})
+    con = _in_memory()
+    try:
+        con.register("_units", units.select(UNIT_COLUMNS))
+        con.register("_evidence", evidence.select("unit_id", "created_at"))
+        con.execute("CREATE TABLE raw.memory_unit AS SELECT * FROM _units")
+        con.execute("CREATE TABLE raw.memory_evidence AS SELECT * FROM _evidence")
+        create_promotions(con, as_of, stale_days, "_promotions")
+        out = con.sql("SELECT * FROM _promotions ORDER BY unit_id").pl()
+    finally:
+        con.close()
+    return as_utc(out).cast(MEMORY_PROMOTIONS_SCHEMA)  # type: ignore[arg-type]
 
 
 def user_facts(promotions: pl.DataFrame) -> pl.DataFrame:
-    """The long-term facts: one per promoted unit, carrying its source portal and episode."""
-    promoted = promotions.filter(pl.col("status") == "promoted")
-    if promoted.height == 0:
-        return pl.DataFrame(schema=USER_FACTS_SCHEMA)
-    return (
-        promoted.with_columns(
-            hashed_ids("uf_", promoted.get_column("unit_id")).alias("fact_id"),
-            pl.col("fact_key").is_in(list(CRITICAL_FACT_KEYS)).alias("is_critical"),
-            pl.col("unit_id").alias("source_unit_id"),
-            pl.max_horizontal("valid_from", "updated_at").alias("promoted_at"),
-        )
-        .select(USER_FACTS_SCHEMA.names())
-        .cast(USER_FACTS_SCHEMA)  # type: ignore[arg-type]
-        .sort("customer_id", "fact_key", "fact_id")
-    )
+    """``user_facts_sql`` over a plain memory_promotions frame."""
+    con = _in_memory()
+    try:
+        con.register("_promotions", promotions)
+        out = con.sql(f"{user_facts_sql('_promotions')} ORDER BY customer_id, fact_key, fact_id").pl()
+    finally:
+        con.close()
+    return as_utc(out).cast(USER_FACTS_SCHEMA)  # type: ignore[arg-type]
 
 
 def units_awaiting_adjudication(units: pl.DataFrame, as_of: datetime) -> pl.DataFrame:

@@ -70,16 +70,21 @@ class RecallHit:
 
 
 RECALL_INDEX = "main.role_recall_index"
+_RECALLABLE = ", ".join(f"'{c}'" for c in RECALLABLE_CLASSES)
 
 # One row per reflection of a currently recallable case, valid from its reflected_at until the
 # case's next reflection (of any class or run): "the newest reflection at or before as_of" becomes
 # a range predicate, so a query is a filtered scan with no aggregation or join.
 RECALL_INDEX_SQL = f"""
 CREATE OR REPLACE TABLE {RECALL_INDEX} AS
-WITH history AS (
+WITH recallable AS (  -- only the history of a case with a recallable reflection can end up here
+    SELECT DISTINCT case_id FROM main.role_reflections WHERE classification IN ({_RECALLABLE})
+),
+history AS (
     SELECT rr.*, lead(rr.reflected_at) OVER (
                PARTITION BY rr.case_id ORDER BY rr.reflected_at, rr.reflection_id) AS valid_to
     FROM main.role_reflections rr
+    SEMI JOIN recallable r ON r.case_id = rr.case_id
 )
 SELECT rc.role_id, rc.symbol, rc.scenario, h.reflected_at AS valid_from, h.valid_to,
        rc.case_id, rc.decision_id, rc.direction, h.classification, h.lesson, rc.decision_text, rc.outcome,
@@ -88,7 +93,7 @@ SELECT rc.role_id, rc.symbol, rc.scenario, h.reflected_at AS valid_from, h.valid
 FROM history h
 JOIN main.role_cases rc ON rc.case_id = h.case_id AND rc.primary_run_id = h.run_id AND rc.role_id = h.role_id
 WHERE rc.status = 'eligible' AND rc.scoring_eligible AND NOT rc.quarantined
-  AND h.classification IN ({", ".join(f"'{c}'" for c in RECALLABLE_CLASSES)})
+  AND h.classification IN ({_RECALLABLE})
 ORDER BY rc.role_id, rc.symbol
 """
 

@@ -8,8 +8,13 @@
   with a role appears exactly once, and no case exists for anything else.
 - ``ROLE_REFLECTIONS_SCHEMA``: known classes, lessons exactly for the trainable ones, <= 280 chars.
   ``REFLECTION_BATCH_SCHEMA`` adds, for a batch about to be written, that its cases are eligible.
+
+``validate_relation`` runs a schema over a DuckDB query too big for one frame, chunk by chunk.
 """
 
+from collections.abc import Iterator, Sequence
+
+import duckdb
 import pandera.polars as pa
 import polars as pl
 
@@ -23,6 +28,7 @@ from tradingmem_assets.core.vocabulary import (
     REFLECTION_CLASSES,
     TRAINABLE_CLASSES,
 )
+from tradingmem_assets.schemas.validation import Validation, validate
 
 UTC_TS = pl.Datetime("us", "UTC")
 KNOWN_REASONS = [r for r in CASE_REASONS if r != "link_mismatch"] + [
@@ -115,6 +121,9 @@ ROLE_CASES_SCHEMA = pa.DataFrameSchema(
     ],
 )
 
+# Long text of a role case that is only checked for its type and nulls (see ``validate_relation``).
+ROLE_CASES_OPAQUE = ("decision_text", "provenance")
+
 DECISION_COVERAGE_SCHEMA = pa.DataFrameSchema(
     {
         "decision_id": pa.Column(pl.String, unique=True),
@@ -169,3 +178,57 @@ ROLE_STATS_SCHEMA = pa.DataFrameSchema(
         ),
     ],
 )
+
+
+VALIDATION_CHUNK_ROWS = 200_000
+
+
+def validate_relation(
+    schema: pa.DataFrameSchema,
+    relation: duckdb.DuckDBPyRelation,
+    opaque: Sequence[str] = (),
+    chunk_rows: int = VALIDATION_CHUNK_ROWS,
+) -> Validation:
+    """``validate`` over every row of a DuckDB relation, streamed in chunks of ``chunk_rows`` rows.
+
+    Column checks and the table-level checks of this module are row-wise, so they run chunk by chunk;
+    only ``unique`` needs a whole column at once: it runs on the narrow projection of the unique
+    columns, gathered from the chunks. ``opaque`` columns (long text whose only checks are its type
+    and nulls) stream as '' or NULL, and their type is checked on the relation's own empty frame.
+    Failure indexes are row positions in the whole relation.
+    """
+    unique = [name for name, column in schema.columns.items() if column.unique]
+    per_chunk = schema.update_columns({name: {"unique": False} for name in unique})
+    failures, key_parts, offset = [], [], 0
+    opaque = [name for name in opaque if name in relation.columns]
+    if opaque:
+        types = pa.DataFrameSchema({name: schema.columns[name] for name in opaque}, name=schema.name)
+        empty = pl.from_arrow(relation.limit(0).select(*opaque).to_arrow_table())
+        failures.append(validate(types, empty).failure_cases)  # type: ignore[arg-type]
+        relation = relation.project(
+            ", ".join(
+                f'CASE WHEN "{c}" IS NULL THEN NULL ELSE \'\' END AS "{c}"' if c in opaque else f'"{c}"'
+                for c in relation.columns
+            )
+        )
+    for frame in _chunks(relation, chunk_rows):
+        failures.append(validate(per_chunk, frame).failure_cases.with_columns(pl.col("index") + offset))
+        key_parts.append(frame.select(name for name in unique if name in frame.columns))
+        offset += frame.height
+    keys = pl.concat(key_parts)  # (a unique column missing from the relation failed in the chunks)
+    if keys.width:
+        unique_keys = {name: pa.Column(unique=True, nullable=True) for name in keys.columns}
+        failures.append(validate(pa.DataFrameSchema(unique_keys, name=schema.name), keys).failure_cases)
+    # a table-level failure (a missing column, a wrong type) comes back from every chunk: keep one
+    return Validation(schema.name or "schema", pl.concat(failures).unique(maintain_order=True))
+
+
+def _chunks(relation: duckdb.DuckDBPyRelation, chunk_rows: int) -> Iterator[pl.DataFrame]:
+    """The relation as frames of at most ``chunk_rows`` rows; one empty frame when it has no rows."""
+    reader = relation.to_arrow_reader(chunk_rows)
+    empty = True
+    for batch in reader:
+        empty = False
+        yield pl.from_arrow(batch)  # type: ignore[misc]
+    if empty:
+        yield pl.from_arrow(reader.schema.empty_table())  # type: ignore[misc]

@@ -8,16 +8,21 @@ the asset graph shows that no consumer reads memory_unit.
 import dagster as dg
 import polars as pl
 
-from tradingmem_assets.core import profile
+from tradingmem_assets.core import profile, snapshots
 from tradingmem_assets.defs.landing.assets import raw_key
 from tradingmem_assets.defs.metadata import check_result, table_metadata
-from tradingmem_assets.defs.profile.common import PROFILE_GROUP, fail_on, read_columns
+from tradingmem_assets.defs.profile.common import (
+    PROFILE_GROUP,
+    customer_ranges,
+    fail_on,
+    read_columns,
+    validate_by_customer,
+)
 from tradingmem_assets.defs.profile.writes import (
     PROFILE_TABLE,
     SNAPSHOTS_TABLE,
-    ProfileStats,
     ensure_profile_tables,
-    existing_profiles,
+    mark_rewrites,
     remove_vanished,
     supersede_and_append,
     write_profiles,
@@ -27,18 +32,44 @@ from tradingmem_assets.schemas import profile as schemas
 from tradingmem_assets.schemas.validation import validate
 from tradingmem_assets.warehouse import read_frame, replace_table, transaction
 
-CHUNK_SIZE = 50_000  # customers per chunk: bounds the working set at any number of customers
-CUSTOMER_COLUMNS = ["customer_id", "real_name", "birth_date", "occupation", "mobile", "opened_at"]
-QUESTIONNAIRE_COLUMNS = ["assessment_id", "customer_id", "investor_type", "assessed_at"]
-PROFILE_HASHES = {"customer_id": pl.String, "profile_hash": pl.String}
-PROFILE_FACTS_SQL = (  # only the keys a profile field reads; other facts stay in user_facts
-    f"SELECT {', '.join(profile.FACT_COLUMNS)} FROM main.user_facts "
-    "WHERE list_contains($1::VARCHAR[], fact_key)"
-)
-HELD_BACK_SQL = (
-    "SELECT unit_id, customer_id, fact_key, status FROM main.memory_promotions "
-    "WHERE status <> 'promoted' AND list_contains($1::VARCHAR[], fact_key)"
-)
+CHUNK_SIZE = 100_000  # customers validated at once: bounds what comes into Python at any number of customers
+# temp tables of one materialization (they live until its connection closes)
+BUILD = "_profile_build"
+EXPECTED = "_profile_expected"
+INPUTS = {  # table: a column, to fail clearly when it is missing
+    "raw.customers": "customer_id",
+    "raw.questionnaire_results": "assessment_id",
+    "raw.customer_transactions": "txn_id",
+    "main.user_facts": "fact_id",
+    "main.memory_promotions": "unit_id",
+}
+
+
+def profile_checked_sql(customers: str) -> str:
+    """What the profile red lines read of the built rows of some customers: the values, the basis
+    as a struct and the independently read latest questionnaire."""
+    return (
+        f"SELECT customer_id, {', '.join(profile.PROFILE_FIELDS)}, snapshot_hash, "
+        f"{profile.basis_struct_sql()} AS basis, expected_investor_type "
+        f"FROM (SELECT * FROM {BUILD} WHERE {customers}) "
+        f"LEFT JOIN (SELECT * FROM {EXPECTED} WHERE {customers}) USING (customer_id)"
+    )
+
+
+SNAPSHOTS_CHECKED_SQL = f"""
+SELECT s.snapshot_id, s.customer_id, s.version, s.snapshot_hash, s.is_current, p.snapshot_hash AS profile_hash
+FROM {SNAPSHOTS_TABLE} s LEFT JOIN {BUILD} p USING (customer_id)
+"""
+PROFILE_COUNTS_SQL = f"""
+SELECT count(*) AS profiles,
+       count(*) FILTER (WHERE investor_type IS NULL) AS without_questionnaire,
+       count(*) FILTER (WHERE len(list_filter(risk_tags, lambda t: starts_with(t, $self_reported))) > 0)
+           AS self_reported,
+       count(*) FILTER (WHERE list_contains(risk_tags, $conflict)) AS conflicts,
+       (SELECT count(*) FROM raw.customers) AS customers,
+       (SELECT count(*) FROM {SNAPSHOTS_TABLE}) AS snapshots
+FROM {BUILD}
+"""
 
 
 @dg.multi_asset(
@@ -88,80 +119,60 @@ HELD_BACK_SQL = (
 def customer_profile(context: dg.AssetExecutionContext, warehouse: WarehouseResource):
     as_of = warehouse.as_of_ts
     with warehouse.connect() as con:
-        customers = read_columns(con, "raw.customers", CUSTOMER_COLUMNS)
-        questionnaires = read_columns(con, "raw.questionnaire_results", QUESTIONNAIRE_COLUMNS)
-        read_columns(con, "raw.customer_transactions", ["txn_id"], limit=0)  # clear failure if missing
-        transactions = read_frame(con, profile.TRANSACTIONS_NEEDED_SQL, [as_of])
-        read_columns(con, "main.user_facts", ["fact_id"], limit=0)
-        facts = read_frame(con, PROFILE_FACTS_SQL, [list(profile.FACT_PREFIXES)])
-        read_columns(con, "main.memory_promotions", ["unit_id"], limit=0)
-        held_back = read_frame(con, HELD_BACK_SQL, [list(profile.FACT_PREFIXES)])
-        # the red line is checked against an independent SQL reading of the questionnaires
-        expected = read_frame(con, profile.latest_investor_types_sql(), [as_of])
-
-        stats = ProfileStats()
-        hashes: list[pl.DataFrame] = []
-        with transaction(con):  # a failing chunk rolls every chunk back: the old tables stay
+        for table, column in INPUTS.items():
+            read_columns(con, table, [column], limit=0)  # clear failure if missing
+        with transaction(con):  # a broken red line rolls everything back: the old tables stay
             ensure_profile_tables(con)
-            existing = existing_profiles(con)
-            latest = read_frame(
+            profile.create_profiles(con, as_of, BUILD)
+            # the red line is checked against an independent SQL reading of the questionnaires
+            expected = f"{profile.latest_investor_types_sql()} ORDER BY customer_id"
+            con.execute(f"CREATE OR REPLACE TEMP TABLE {EXPECTED} AS {expected}", [as_of])
+            profile_validation = validate_by_customer(
                 con,
-                "SELECT customer_id, max(version) AS version, arg_max(snapshot_hash, version) "
-                f"AS snapshot_hash FROM {SNAPSHOTS_TABLE} GROUP BY customer_id",
+                schemas.FIN_CUSTOMER_PROFILE_SCHEMA,
+                profile_checked_sql,
+                customer_ranges(con, BUILD, CHUNK_SIZE),
             )
-            for chunk in profile.customer_chunks(customers, CHUNK_SIZE):
-                ids = chunk.get_column("customer_id")
-                built = profile.build_profiles(
-                    chunk,
-                    profile.rows_of(questionnaires, ids),
-                    profile.rows_of(transactions, ids),
-                    profile.rows_of(facts, ids),
-                    as_of,
-                    profile.rows_of(held_back, ids),
-                )
-                checked = built.with_columns(
-                    built.select("customer_id")
-                    .join(expected, on="customer_id", how="left", maintain_order="left")
-                    .get_column("expected_investor_type")
-                )
-                stats.add_validation(validate(schemas.FIN_CUSTOMER_PROFILE_SCHEMA, checked))
-                fail_on(stats.profile_validation, "fin_customer_profile")
-                plan = profile.plan_snapshots(built, profile.rows_of(latest, ids), as_of)
-                current = built.select(*profile.PROFILE_SCHEMA.names(), "basis_md5").with_columns(
-                    plan.versions.get_column("profile_version")
-                )
-                del built, checked  # the JSON of this chunk is all that stays until it is written
-                stats.rewritten += write_profiles(con, current, profile.rows_of(existing, ids))
-                supersede_and_append(con, plan)
-                stats.count(current, plan)
-                hashes.append(current.select("customer_id", pl.col("snapshot_hash").alias("profile_hash")))
-            profile_hashes = pl.concat(hashes) if hashes else pl.DataFrame(schema=PROFILE_HASHES)
-            stats.removed = remove_vanished(con, profile_hashes.select("customer_id"))
-            snapshots_after = read_frame(
-                con,
-                f"SELECT snapshot_id, customer_id, version, snapshot_hash, is_current FROM {SNAPSHOTS_TABLE}",
-            ).join(profile_hashes, on="customer_id", how="left")
-            snapshot_validation = validate(schemas.PROFILE_SNAPSHOTS_SCHEMA, snapshots_after)
+            fail_on(profile_validation, "fin_customer_profile")
+            snapshots.assign_versions(con, BUILD, snapshots.latest_sql(SNAPSHOTS_TABLE))
+            rewritten = mark_rewrites(con, BUILD)
+            write_profiles(con, BUILD)
+            superseded, appended = supersede_and_append(con, BUILD, as_of)
+            removed = remove_vanished(con, BUILD)
+            snapshot_validation = validate(
+                schemas.PROFILE_SNAPSHOTS_SCHEMA, read_frame(con, SNAPSHOTS_CHECKED_SQL)
+            )
             fail_on(snapshot_validation, "profile_snapshots")
+        counts = (
+            con.sql(
+                PROFILE_COUNTS_SQL,
+                params={
+                    "self_reported": profile.SELF_REPORTED_TAG,
+                    "conflict": profile.SUITABILITY_CONFLICT_TAG,
+                },
+            )
+            .pl()
+            .row(0, named=True)
+        )
     yield dg.MaterializeResult(
         asset_key="fin_customer_profile",
         metadata={
             **table_metadata(
-                PROFILE_TABLE, pl.DataFrame(schema=profile.PROFILE_SCHEMA), row_count=stats.profiles
+                PROFILE_TABLE, pl.DataFrame(schema=profile.PROFILE_SCHEMA), row_count=counts["profiles"]
             ),
             "as_of": as_of.isoformat(),
-            "rows_rewritten": stats.rewritten,
-            "rows_removed": stats.removed,
-            "customers_not_yet_opened": customers.height - stats.profiles,
-            "without_questionnaire": stats.without_questionnaire,
-            "with_self_reported_risk": stats.self_reported,
-            "with_suitability_conflict": stats.conflicts,
+            "rows_rewritten": rewritten,
+            "rows_removed": removed,
+            "customers_not_yet_opened": counts["customers"] - counts["profiles"],
+            "without_questionnaire": counts["without_questionnaire"],
+            "with_self_reported_risk": counts["self_reported"],
+            "with_suitability_conflict": counts["conflicts"],
         },
         check_results=[
             check_result(
-                schemas.INVESTOR_TYPE_CHECK, stats.profile_validation, dg.AssetKey("fin_customer_profile")
+                schemas.INVESTOR_TYPE_CHECK, profile_validation, dg.AssetKey("fin_customer_profile")
             ),
-            check_result(schemas.BASIS_CHECK, stats.profile_validation, dg.AssetKey("fin_customer_profile")),
+            check_result(schemas.BASIS_CHECK, profile_validation, dg.AssetKey("fin_customer_profile")),
         ],
     )
     yield dg.MaterializeResult(
@@ -169,11 +180,11 @@ def customer_profile(context: dg.AssetExecutionContext, warehouse: WarehouseReso
         metadata={
             **table_metadata(
                 SNAPSHOTS_TABLE,
-                pl.DataFrame(schema=profile.SNAPSHOTS_SCHEMA),
-                row_count=snapshots_after.height,
+                pl.DataFrame(schema=snapshots.SNAPSHOTS_SCHEMA),
+                row_count=counts["snapshots"],
             ),
-            "appended_versions": stats.appended,
-            "superseded_versions": stats.superseded,
+            "appended_versions": appended,
+            "superseded_versions": superseded,
         },
         check_results=[
             check_result(schemas.ONE_CURRENT_CHECK, snapshot_validation, dg.AssetKey("profile_snapshots"))
@@ -206,7 +217,9 @@ ORDER BY customer_id
 )
 def advisor_customer_view(warehouse: WarehouseResource) -> dg.MaterializeResult:
     with warehouse.connect() as con:
-        read_columns(con, PROFILE_TABLE, ["customer_id"])  # clear failure when the profile is missing
+        read_columns(
+            con, PROFILE_TABLE, ["customer_id"], limit=0
+        )  # clear failure when the profile is missing
         with transaction(con):
             con.execute(ADVISOR_VIEW_SQL)
         view = read_frame(con, "SELECT * FROM main.advisor_customer_view LIMIT 0")

@@ -4,6 +4,7 @@ import dagster as dg
 import polars as pl
 
 from tradingmem_assets.core import memory
+from tradingmem_assets.core.memory import as_utc
 from tradingmem_assets.defs.landing.assets import raw_key
 from tradingmem_assets.defs.metadata import check_result, table_metadata
 from tradingmem_assets.defs.profile.common import PROFILE_GROUP, fail_on, read_columns
@@ -12,22 +13,6 @@ from tradingmem_assets.schemas import profile as schemas
 from tradingmem_assets.schemas.validation import validate
 from tradingmem_assets.settings import SETTINGS
 from tradingmem_assets.warehouse import read_frame, replace_table, transaction
-
-UNIT_COLUMNS = [
-    "unit_id",
-    "customer_id",
-    "fact_key",
-    "fact_value",
-    "confidence",
-    "evidence_count",
-    "conflict_count",
-    "valid_from",
-    "valid_until",
-    "source_portal",
-    "source_episode_id",
-    "created_at",
-    "updated_at",
-]
 
 
 @dg.asset(
@@ -78,6 +63,22 @@ def session_contexts(context: dg.AssetExecutionContext, warehouse: WarehouseReso
     )
 
 
+# the narrow projection the red line needs: every fact with the state of its unit
+FACTS_CHECKED_SQL = """
+SELECT f.fact_id, f.source_unit_id, f.customer_id, f.fact_key, f.is_critical, f.confidence, f.evidence_count,
+       u.conflict_count, u.valid_from, u.valid_until, u.updated_at
+FROM main.user_facts f LEFT JOIN main.memory_promotions u ON u.unit_id = f.source_unit_id
+"""
+STATUS_COUNTS_SQL = "SELECT status, count(*) FROM main.memory_promotions GROUP BY status"
+COUNTS_SQL = """
+SELECT (SELECT count(*) FROM main.memory_promotions),
+       (SELECT count(*) FROM raw.memory_unit),
+       (SELECT count(*) FROM raw.memory_evidence ANTI JOIN raw.memory_unit USING (unit_id)),
+       count(*), count(*) FILTER (WHERE is_critical), count(DISTINCT customer_id)
+FROM main.user_facts
+"""
+
+
 @dg.multi_asset(
     group_name=PROFILE_GROUP,
     specs=[
@@ -109,35 +110,28 @@ def memory_promotion(context: dg.AssetExecutionContext, warehouse: WarehouseReso
     as_of = warehouse.as_of_ts
     stale_days = SETTINGS.memory_stale_days
     with warehouse.connect() as con:
-        units = read_columns(con, "raw.memory_unit", UNIT_COLUMNS)
-        evidence = read_columns(con, "raw.memory_evidence", ["evidence_id", "unit_id", "created_at"])
-        promotions = memory.classify_units(units, as_of, stale_days, evidence)
-        facts = memory.user_facts(promotions)
-        checked = facts.join(
-            promotions.select(
-                pl.col("unit_id").alias("source_unit_id"),
-                "conflict_count",
-                "valid_from",
-                "valid_until",
-                "updated_at",
-            ),
-            on="source_unit_id",
-            how="left",
-        )
-        validation = validate(schemas.user_facts_schema(as_of, stale_days), checked)
-        fail_on(validation, "user_facts")
-        with transaction(con):
-            replace_table(con, "main.memory_promotions", promotions)
-            replace_table(con, "main.user_facts", facts)
-    statuses = dict(promotions.group_by("status").len().rows())
-    orphans = evidence.join(units.select("unit_id"), on="unit_id", how="anti").height
+        read_columns(con, "raw.memory_unit", memory.UNIT_COLUMNS, limit=0)  # clear failure if missing
+        read_columns(con, "raw.memory_evidence", ["unit_id", "created_at"], limit=0)
+        with transaction(con):  # a broken red line raises here: both tables stay as they were
+            memory.create_promotions(con, as_of, stale_days)
+            memory.create_user_facts(con)
+            validation = validate(
+                schemas.user_facts_schema(as_of, stale_days), as_utc(read_frame(con, FACTS_CHECKED_SQL))
+            )
+            fail_on(validation, "user_facts")
+        statuses = dict(con.execute(STATUS_COUNTS_SQL).fetchall())
+        promotions, units, orphans, facts, critical, customers = con.execute(COUNTS_SQL).fetchall()[0]
     yield dg.MaterializeResult(
         asset_key="memory_promotions",
         metadata={
-            **table_metadata("main.memory_promotions", promotions),
+            **table_metadata(
+                "main.memory_promotions",
+                pl.DataFrame(schema=memory.MEMORY_PROMOTIONS_SCHEMA),
+                row_count=promotions,
+            ),
             "as_of": as_of.isoformat(),
             "memory_stale_days": stale_days,
-            "units_created_after_as_of": units.height - promotions.height,
+            "units_created_after_as_of": units - promotions,
             "evidence_rows_without_unit": orphans,
             **{f"units_{s}": int(statuses.get(s, 0)) for s in memory.UNIT_STATUSES},
         },
@@ -145,9 +139,11 @@ def memory_promotion(context: dg.AssetExecutionContext, warehouse: WarehouseReso
     yield dg.MaterializeResult(
         asset_key="user_facts",
         metadata={
-            **table_metadata("main.user_facts", facts),
-            "critical_facts": int(facts.get_column("is_critical").sum() or 0),
-            "customers_with_facts": facts.get_column("customer_id").n_unique(),
+            **table_metadata(
+                "main.user_facts", pl.DataFrame(schema=memory.USER_FACTS_SCHEMA), row_count=facts
+            ),
+            "critical_facts": critical,
+            "customers_with_facts": customers,
         },
         check_results=[check_result(schemas.FACTS_CHECK, validation, dg.AssetKey("user_facts"))],
     )

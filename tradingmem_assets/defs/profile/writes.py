@@ -1,60 +1,22 @@
-"""Writing the profile tables chunk by chunk inside one transaction (no Dagster here).
+"""Writing the profile tables inside one transaction, set-based in DuckDB (no Dagster here).
 
-``fin_customer_profile`` rows are replaced only where they changed (hash, basis or version), so
+``fin_customer_profile`` rows are replaced only where they changed (hash, version or basis), so
 an unchanged re-run rewrites nothing; ``profile_snapshots`` only ever gets rows appended and
-``is_current`` flipped on the superseded version.
+``is_current`` flipped on the superseded version. ``build`` is a ``core.profile.create_profiles``
+table (sorted by customer_id) with ``core.snapshots.assign_versions``' columns: every write is a
+filtered scan of it, so rows are written in customer_id order without sorting the wide JSON.
 """
 
-from dataclasses import dataclass, field
+from datetime import datetime
 
 import duckdb
 import polars as pl
 
-from tradingmem_assets.core import profile
-from tradingmem_assets.schemas.validation import Validation
-from tradingmem_assets.warehouse import append_rows, replace_table, scalar, table_exists
+from tradingmem_assets.core import profile, snapshots
+from tradingmem_assets.warehouse import replace_table, scalar, table_exists
 
 PROFILE_TABLE = "main.fin_customer_profile"
 SNAPSHOTS_TABLE = "main.profile_snapshots"
-
-
-@dataclass
-class ProfileStats:
-    """What one materialization did, summed over chunks (for metadata)."""
-
-    profile_validation: Validation = field(
-        default_factory=lambda: Validation(
-            "fin_customer_profile",
-            pl.DataFrame(
-                schema={"column": pl.String, "check": pl.String, "failure_case": pl.String, "index": pl.Int64}
-            ),
-        )
-    )
-    profiles: int = 0
-    rewritten: int = 0
-    removed: int = 0
-    appended: int = 0
-    superseded: int = 0
-    without_questionnaire: int = 0
-    self_reported: int = 0
-    conflicts: int = 0
-
-    def add_validation(self, validation: Validation) -> None:
-        self.profile_validation = Validation(
-            self.profile_validation.schema_name,
-            pl.concat([self.profile_validation.failure_cases, validation.failure_cases]),
-        )
-
-    def count(self, current: pl.DataFrame, plan: profile.SnapshotPlan) -> None:
-        tags = current.get_column("risk_tags")
-        self.profiles += current.height
-        self.appended += plan.appended.height
-        self.superseded += plan.superseded.height
-        self.without_questionnaire += int(current.get_column("investor_type").is_null().sum())
-        self.self_reported += int(
-            tags.list.eval(pl.element().str.starts_with(profile.SELF_REPORTED_TAG)).list.any().sum()
-        )
-        self.conflicts += int(tags.list.contains(profile.SUITABILITY_CONFLICT_TAG).sum())
 
 
 def ensure_profile_tables(con: duckdb.DuckDBPyConnection) -> None:
@@ -75,66 +37,53 @@ def ensure_profile_tables(con: duckdb.DuckDBPyConnection) -> None:
     else:
         replace_table(con, PROFILE_TABLE, empty)
     if not table_exists(con, SNAPSHOTS_TABLE):
-        replace_table(con, SNAPSHOTS_TABLE, pl.DataFrame(schema=profile.SNAPSHOTS_SCHEMA))
+        replace_table(con, SNAPSHOTS_TABLE, pl.DataFrame(schema=snapshots.SNAPSHOTS_SCHEMA))
 
 
-def existing_profiles(con: duckdb.DuckDBPyConnection) -> pl.DataFrame:
-    """What each current profile row is (hash, version, md5 of its basis): one scan, slim columns."""
-    return con.sql(
-        "SELECT customer_id, snapshot_hash, profile_version, md5(generation_basis) AS basis_md5 "
-        f"FROM {PROFILE_TABLE}"
-    ).pl()
+def mark_rewrites(con: duckdb.DuckDBPyConnection, build: str) -> int:
+    """Add ``rewrite`` to the build: false where the stored row already is this profile (hash,
+    version and basis), so an unchanged re-run rewrites nothing; returns how many are rewritten.
 
-
-def write_profiles(con: duckdb.DuckDBPyConnection, built: pl.DataFrame, existing: pl.DataFrame) -> int:
-    """Replace the rows of these customers that changed (and add new ones); returns how many.
-
-    ``built``: PROFILE_SCHEMA columns plus ``basis_md5``; ``existing``: ``existing_profiles`` rows.
-    The comparison runs on hashes, so an unchanged chunk never sends its JSON to DuckDB.
+    Hash and version are compared first: the basis is only written out for rows where they agree.
     """
-    stored = built.select("customer_id").join(existing, on="customer_id", how="left", maintain_order="left")
-    changed = (
-        stored.get_column("snapshot_hash").ne_missing(built.get_column("snapshot_hash"))
-        | stored.get_column("profile_version").ne_missing(built.get_column("profile_version"))
-        | stored.get_column("basis_md5").ne_missing(built.get_column("basis_md5"))
-    )
-    rows = built.filter(changed).select(profile.PROFILE_SCHEMA.names())
-    if rows.height == 0:
-        return 0
-    cols = ", ".join(f'"{c}"' for c in rows.columns)
-    con.register("_profile_rows", rows)
-    try:
-        con.execute(
-            f"DELETE FROM {PROFILE_TABLE} WHERE customer_id IN (SELECT customer_id FROM _profile_rows)"
-        )
-        con.execute(f"INSERT INTO {PROFILE_TABLE} ({cols}) SELECT {cols} FROM _profile_rows")
-    finally:
-        con.unregister("_profile_rows")
-    return rows.height
+    con.execute(f"ALTER TABLE {build} ADD COLUMN rewrite BOOLEAN DEFAULT true")
+    unchanged = f"""
+        SELECT customer_id
+        FROM (SELECT b.*, s.snapshot_hash AS stored_hash, s.profile_version AS stored_version,
+                     s.generation_basis AS stored_basis
+              FROM {build} b JOIN {PROFILE_TABLE} s USING (customer_id))
+        WHERE stored_hash = snapshot_hash AND stored_version IS NOT DISTINCT FROM profile_version
+          AND stored_basis = ({profile.generation_basis_sql()})
+    """
+    con.execute(f"UPDATE {build} SET rewrite = false WHERE customer_id IN ({unchanged})")
+    return int(scalar(con, f"SELECT count(*) FROM {build} WHERE rewrite") or 0)
 
 
-def remove_vanished(con: duckdb.DuckDBPyConnection, customer_ids: pl.DataFrame) -> int:
+def write_profiles(con: duckdb.DuckDBPyConnection, build: str) -> None:
+    """Replace the stored rows marked ``rewrite`` (and add the new ones), in the build's order."""
+    cols = ", ".join(f'"{c}"' for c in profile.PROFILE_SCHEMA.names())
+    rows = f"(SELECT * FROM {build} WHERE rewrite)"
+    con.execute(f"DELETE FROM {PROFILE_TABLE} WHERE customer_id IN (SELECT customer_id FROM {rows})")
+    con.execute(f"INSERT INTO {PROFILE_TABLE} ({cols}) SELECT {cols} FROM ({profile.profile_rows_sql(rows)})")
+
+
+def supersede_and_append(con: duckdb.DuckDBPyConnection, build: str, as_of: datetime) -> tuple[int, int]:
+    """Flip is_current off the superseded versions, then append the new ones (old rows stay as they
+    were); returns (superseded, appended)."""
+    superseded = snapshots.supersede(con, SNAPSHOTS_TABLE, build)
+    cols = ", ".join(f'"{c}"' for c in snapshots.SNAPSHOTS_SCHEMA.names())
+    rows = f"({profile.profile_rows_sql(f'(SELECT * FROM {build} WHERE is_new)')})"
+    appended = con.execute(
+        f"INSERT INTO {SNAPSHOTS_TABLE} ({cols}) SELECT {cols} FROM ({snapshots.new_snapshots_sql(rows)})",
+        {"as_of": as_of},
+    ).fetchall()[0][0]
+    return superseded, int(appended)
+
+
+def remove_vanished(con: duckdb.DuckDBPyConnection, build: str) -> int:
     """Drop the current profile of customers no longer present (their snapshots stay)."""
-    con.register("_profile_ids", customer_ids)
-    try:
-        vanished = "customer_id NOT IN (SELECT customer_id FROM _profile_ids)"
-        gone = scalar(con, f"SELECT count(*) FROM {PROFILE_TABLE} WHERE {vanished}")
-        if gone:
-            con.execute(f"DELETE FROM {PROFILE_TABLE} WHERE {vanished}")
-    finally:
-        con.unregister("_profile_ids")
-    return int(gone or 0)
-
-
-def supersede_and_append(con: duckdb.DuckDBPyConnection, plan: profile.SnapshotPlan) -> None:
-    """Flip is_current off the superseded versions, then append the new ones (old rows stay as they were)."""
-    if plan.superseded.height:
-        con.register("_superseded", plan.superseded)
-        try:
-            con.execute(
-                f"UPDATE {SNAPSHOTS_TABLE} SET is_current = false "
-                "WHERE is_current AND customer_id IN (SELECT customer_id FROM _superseded)"
-            )
-        finally:
-            con.unregister("_superseded")
-    append_rows(con, SNAPSHOTS_TABLE, plan.appended)
+    vanished = f"customer_id NOT IN (SELECT customer_id FROM {build})"
+    gone = int(scalar(con, f"SELECT count(*) FROM {PROFILE_TABLE} WHERE {vanished}") or 0)
+    if gone:
+        con.execute(f"DELETE FROM {PROFILE_TABLE} WHERE {vanished}")
+    return gone

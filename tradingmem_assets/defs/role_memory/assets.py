@@ -14,11 +14,10 @@ import polars as pl
 from tradingmem_assets.core.admission import (
     ROLE_CASES_SCHEMA,
     admit,
-    changed_rows,
     decision_coverage,
     registry_frame,
-    stamp,
     with_chain,
+    write_cases,
 )
 from tradingmem_assets.core.budget import BudgetTracker, ensure_usage_table
 from tradingmem_assets.core.llm import ChatClient, LLMReflector
@@ -36,9 +35,10 @@ from tradingmem_assets.defs.landing.assets import raw_key
 from tradingmem_assets.defs.metadata import table_metadata
 from tradingmem_assets.defs.resources import WarehouseResource
 from tradingmem_assets.schemas import role_memory as schemas
+from tradingmem_assets.schemas.role_memory import validate_relation
 from tradingmem_assets.schemas.validation import Validation, validate
 from tradingmem_assets.settings import SETTINGS
-from tradingmem_assets.warehouse import read_table, replace_table, scalar, table_exists, transaction
+from tradingmem_assets.warehouse import replace_table, scalar, table_exists, transaction
 
 ROLE_MEMORY_GROUP = "role_memory"
 ROLE_MEMORY_MODE = SETTINGS.role_memory_mode  # fixed for the life of this process
@@ -93,24 +93,12 @@ def require_tables(con, *tables: str) -> None:
         raise dg.Failure(description=f"{', '.join(missing)} does not exist yet: materialize it first")
 
 
-def _counts_md(frame: pl.DataFrame, column: str) -> dg.MetadataValue:
-    if frame.height == 0:
+def _counts_md(con, sql: str) -> dg.MetadataValue:
+    """The (value, count) rows of ``sql``, most frequent first."""
+    rows = sorted(con.execute(sql).fetchall(), key=lambda r: (-r[1], r[0]))
+    if not rows:
         return dg.MetadataValue.md("(none)")
-    rows = frame.group_by(column).len().sort("len", column, descending=[True, False]).rows()
     return dg.MetadataValue.md("\n".join(f"- `{k}`: {n}" for k, n in rows))
-
-
-def write_role_cases(con, cases: pl.DataFrame) -> None:
-    """Replace ``main.role_cases``; reasons stay VARCHAR[] and provenance becomes JSON."""
-    columns = ", ".join(
-        "CAST(provenance AS JSON) AS provenance" if c == "provenance" else f'"{c}"'
-        for c in ROLE_CASES_SCHEMA.names()
-    )
-    con.register("_tm_cases", cases)
-    try:
-        con.execute(f"CREATE OR REPLACE TABLE main.role_cases AS SELECT {columns} FROM _tm_cases")
-    finally:
-        con.unregister("_tm_cases")
 
 
 @dg.asset(
@@ -129,36 +117,37 @@ def role_cases(context: dg.AssetExecutionContext, warehouse: WarehouseResource):
     registry = registry_frame(warehouse.registry().rows())
     with warehouse.connect() as con:
         require_tables(con, "main.evaluation_runs", "main.evaluation_components")
-        cases = admit(con, registry, as_of)
-        previous = read_table(con, "main.role_cases", pl.DataFrame(schema=ROLE_CASES_SCHEMA))
-        stamped = stamp(cases, previous.cast(ROLE_CASES_SCHEMA), as_of)  # type: ignore[arg-type]
-        con.register("_tm_new_cases", stamped)
-        try:
-            invariants = validate(schemas.ROLE_CASES_SCHEMA, with_chain(con, "_tm_new_cases"))
-            coverage = validate(
-                schemas.DECISION_COVERAGE_SCHEMA, decision_coverage(con, as_of, "_tm_new_cases")
-            )
-        finally:
-            con.unregister("_tm_new_cases")
-        if not (invariants.passed and coverage.passed):
-            raise _failure("role_cases", invariants, coverage)
+        admitted = admit(con, registry, as_of)
+        # Validated before COMMIT, from the table as written: a failure rolls back to the previous
+        # table (nothing is written).
         with transaction(con):
-            write_role_cases(con, stamped)
+            write_cases(con, admitted, as_of)
+            invariants = validate_relation(
+                schemas.ROLE_CASES_SCHEMA, with_chain(con), schemas.ROLE_CASES_OPAQUE
+            )
+            coverage = validate_relation(schemas.DECISION_COVERAGE_SCHEMA, decision_coverage(con, as_of))
+            if not (invariants.passed and coverage.passed):
+                raise _failure("role_cases", invariants, coverage)
             rebuild_recall_index(con)  # recall must never see an eligibility that changed
-    status = dict(stamped.group_by("status").len().rows())
-    reasons = stamped.select(pl.col("reasons").explode().alias("reason")).drop_nulls()
-    context.log.info(f"role_cases at {as_of.isoformat()}: {stamped.height} cases, {status}")
+        total = scalar(con, "SELECT count(*) FROM main.role_cases")
+        status = dict(con.execute("SELECT status, count(*) FROM main.role_cases GROUP BY status").fetchall())
+        changed = scalar(con, "SELECT count(*) FROM main.role_cases WHERE updated_at = ?", [as_of])
+        reasons = _counts_md(
+            con,
+            "SELECT reason, count(*) FROM (SELECT unnest(reasons) AS reason FROM main.role_cases) GROUP BY 1",
+        )
+    context.log.info(f"role_cases at {as_of.isoformat()}: {total} cases, {status}")
     yield dg.MaterializeResult(
         metadata={
-            **table_metadata("main.role_cases", stamped),
+            **table_metadata("main.role_cases", pl.DataFrame(schema=ROLE_CASES_SCHEMA), row_count=total),
             "as_of": as_of.isoformat(),
             "role_memory_mode": ROLE_MEMORY_MODE,
             "eligible": status.get("eligible", 0),
             "pending": status.get("pending", 0),
             "ineligible": status.get("ineligible", 0),
             "quarantined": status.get("quarantined", 0),
-            "changed_rows": changed_rows(stamped, as_of),
-            "reasons": _counts_md(reasons, "reason"),
+            "changed_rows": changed,
+            "reasons": reasons,
         }
     )
 
@@ -194,30 +183,31 @@ def role_reflections(context: dg.AssetExecutionContext, warehouse: WarehouseReso
         require_tables(con, "main.role_cases", "main.evaluation_runs", "main.evaluation_components")
         ensure_usage_table(con)  # the budget ledger exists even while no LLM is configured
         inputs = reflection_inputs(con, registry, as_of)
-        existing = read_table(con, "main.role_reflections", pl.DataFrame(schema=REFLECTIONS_SCHEMA))
         reflector = make_reflector(con)
         # LLM calls (if any) happen here, each recorded in llm_usage at once: a failed write below
         # must not erase what was spent.
-        batch = reflect(inputs, existing, as_of, reflector)
-        checked = batch.rows.join(
-            read_table(con, "main.role_cases").select("case_id", pl.col("status").alias("case_status")),
-            on="case_id",
-            how="left",
+        batch = reflect(con, inputs, as_of, reflector)
+        checked = con.sql(
+            f"SELECT b.*, rc.status AS case_status FROM {batch.table} b "
+            "LEFT JOIN main.role_cases rc ON rc.case_id = b.case_id"
         )
-        validation = validate(schemas.REFLECTION_BATCH_SCHEMA, checked)
+        validation = validate_relation(schemas.REFLECTION_BATCH_SCHEMA, checked)
         if not validation.passed:
             raise _failure("role_reflections", validation)
-        appended = record_reflections(con, batch.rows)
+        appended = record_reflections(con, batch.table)
         total = scalar(con, "SELECT count(*) FROM main.role_reflections")
+        classifications = _counts_md(
+            con, f"SELECT classification, count(*) FROM {batch.table} GROUP BY classification"
+        )
     meta = {
-        **table_metadata("main.role_reflections", batch.rows, row_count=total),
+        **table_metadata("main.role_reflections", pl.DataFrame(schema=REFLECTIONS_SCHEMA), row_count=total),
         "as_of": as_of.isoformat(),
         "role_memory_mode": ROLE_MEMORY_MODE,
         "reflector": reflector.name,
         "appended": appended,
         "not_yet_matured": batch.immature,
         "already_reflected": batch.already_reflected,
-        "classifications": _counts_md(batch.rows, "classification"),
+        "classifications": classifications,
     }
     if isinstance(reflector, LLMReflector):
         meta.update(

@@ -2,7 +2,7 @@
 
 The assets validate the same schemas before writing; these checks read what is actually stored
 (and the execution chain it must agree with), so a hand-edited table is caught and stops
-everything downstream in the run.
+everything downstream in the run. Tables stream through Pandera in chunks (``validate_relation``).
 """
 
 import dagster as dg
@@ -12,6 +12,7 @@ from tradingmem_assets.core.admission import decision_coverage, with_chain
 from tradingmem_assets.defs.metadata import check_result
 from tradingmem_assets.defs.resources import WarehouseResource
 from tradingmem_assets.schemas import role_memory as schemas
+from tradingmem_assets.schemas.role_memory import validate_relation
 from tradingmem_assets.schemas.validation import validate
 from tradingmem_assets.warehouse import read_frame, table_exists
 
@@ -40,8 +41,8 @@ def role_cases_invariants(warehouse: WarehouseResource) -> dg.AssetCheckResult:
     with warehouse.connect() as con:
         if not table_exists(con, "main.role_cases"):
             return _missing(ROLE_CASES_INVARIANTS_CHECK, "main.role_cases")
-        frame = with_chain(con)
-    return check_result(ROLE_CASES_INVARIANTS_CHECK, validate(schemas.ROLE_CASES_SCHEMA, frame))
+        validation = validate_relation(schemas.ROLE_CASES_SCHEMA, with_chain(con), schemas.ROLE_CASES_OPAQUE)
+    return check_result(ROLE_CASES_INVARIANTS_CHECK, validation)
 
 
 @dg.asset_check(
@@ -54,8 +55,9 @@ def every_role_decision_exactly_once(warehouse: WarehouseResource) -> dg.AssetCh
     with warehouse.connect() as con:
         if not table_exists(con, "main.role_cases"):
             return _missing(ROLE_CASES_COVERAGE_CHECK, "main.role_cases")
-        frame = decision_coverage(con, warehouse.as_of_ts)
-    return check_result(ROLE_CASES_COVERAGE_CHECK, validate(schemas.DECISION_COVERAGE_SCHEMA, frame))
+        coverage = decision_coverage(con, warehouse.as_of_ts)
+        validation = validate_relation(schemas.DECISION_COVERAGE_SCHEMA, coverage)
+    return check_result(ROLE_CASES_COVERAGE_CHECK, validation)
 
 
 @dg.asset_check(
@@ -68,8 +70,9 @@ def role_reflections_invariants(warehouse: WarehouseResource) -> dg.AssetCheckRe
     with warehouse.connect() as con:
         if not table_exists(con, "main.role_reflections"):
             return _missing(ROLE_REFLECTIONS_INVARIANTS_CHECK, "main.role_reflections")
-        frame = read_frame(con, "SELECT * FROM main.role_reflections ORDER BY reflection_id")
-    return check_result(ROLE_REFLECTIONS_INVARIANTS_CHECK, validate(schemas.ROLE_REFLECTIONS_SCHEMA, frame))
+        reflections = con.sql("SELECT * FROM main.role_reflections")
+        validation = validate_relation(schemas.ROLE_REFLECTIONS_SCHEMA, reflections)
+    return check_result(ROLE_REFLECTIONS_INVARIANTS_CHECK, validation)
 
 
 @dg.asset_check(
