@@ -22,7 +22,7 @@ from tradingmem_assets.settings import (
 )
 
 # DuckDB's default cache is 80 % of RAM; the warehouse job must stay well inside 4 GB at SF 10.
-DUCKDB_MEMORY_LIMIT = os.environ.get("TRADINGMEM_DUCKDB_MEMORY_LIMIT") or "1536MB"
+DUCKDB_MEMORY_LIMIT = os.environ.get("TRADINGMEM_DUCKDB_MEMORY_LIMIT") or "2GB"
 
 # Validated when the code location loads: a broken roles file stops the load with its message.
 LOADED_REGISTRY: RoleRegistry = load_registry(SETTINGS.roles_file)
