@@ -336,7 +336,7 @@ def polars_json(con: duckdb.DuckDBPyConnection, name: str, struct_type: duckdb.D
 
 ADMITTED = "_tm_admitted_cases"
 
-# ``{cases}`` is ADMISSION_SQL. Provenance stays a struct until the rows are written (``write_cases``).
+# ``{cases}`` is ADMISSION_SQL. Provenance stays a struct until ``write_cases`` encodes it.
 ADMITTED_SQL = """
 CREATE OR REPLACE TEMP TABLE {into} AS
 SELECT case_id, decision_id, role_id, symbol, scenario, direction, account_id, market, execution_id,
@@ -384,16 +384,12 @@ FROM {admitted} c
 JOIN {table} p ON p.case_id = c.case_id
 """
 
-# Sorted first, then encoded: the sort moves the compact struct, not its JSON text.
 WRITE_SQL = """
 CREATE OR REPLACE TABLE {table} AS
-SELECT {columns}, coalesce(kept_updated_at, $1) AS updated_at
-FROM (
-    SELECT c.*, u.updated_at AS kept_updated_at
-    FROM {admitted} c
-    LEFT JOIN {unchanged} u ON u.case_id = c.case_id
-    ORDER BY c.role_id, c.symbol, c.case_id
-)
+SELECT {columns}, coalesce(u.updated_at, $1) AS updated_at
+FROM {admitted} c
+LEFT JOIN {unchanged} u ON u.case_id = c.case_id
+ORDER BY c.role_id, c.symbol, c.case_id
 """
 
 
@@ -421,7 +417,7 @@ def write_cases(
         else:
             con.execute(f"CREATE OR REPLACE TEMP TABLE {UNCHANGED} (case_id VARCHAR, updated_at TIMESTAMPTZ)")
         columns = ", ".join(
-            f"{json}(provenance) AS provenance" if c == "provenance" else c
+            f"{json}(c.provenance) AS provenance" if c == "provenance" else f"c.{c}"
             for c in ROLE_CASES_SCHEMA.names()
             if c != "updated_at"
         )
