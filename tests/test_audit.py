@@ -14,12 +14,12 @@ from pydantic import PrivateAttr
 
 from tests.test_audit_world import EXPECTED, EXPECTED_COMPOSITE, healthy_learning_state, write_learning_state
 from tests.world import World
-from tradingmem_assets.core.table_hash import LEARNING_TABLES, tables_sha256
 from tradingmem_assets.defs.audit import assets as audit_assets
 from tradingmem_assets.defs.audit.assets import methodology_audit_reports
 from tradingmem_assets.defs.audit.checks import AUDIT_ASSET_KEY, ISOLATION_CHECK, REPORT_INVARIANTS_CHECK
 from tradingmem_assets.defs.audit.jobs import audit_isolation_alert_job
 from tradingmem_assets.defs.audit.sensors import audit_isolation_sensor
+from tradingmem_assets.defs.audit.table_hash import LEARNING_TABLES, tables_sha256
 from tradingmem_assets.defs.resources import WarehouseResource
 
 AUDIT_AS_OF = "2024-07-01T00:00:00Z"

@@ -8,7 +8,7 @@ import polars as pl
 import pytest
 
 from tests.test_audit_world import AS_OF, EXPECTED, EXPECTED_COMPOSITE, days_ago, healthy_learning_state
-from tradingmem_assets.core import audit_scoring as s
+from tradingmem_assets.defs.audit import scoring as s
 
 WINDOW = s.AuditWindow.ending(AS_OF, 30)
 

@@ -7,7 +7,7 @@ from datetime import UTC, datetime
 import duckdb
 import pytest
 
-from tradingmem_assets.core.budget import (
+from tradingmem_assets.lib.budget import (
     DEFAULT_LIMITS,
     BudgetExceededError,
     BudgetTracker,

@@ -158,7 +158,7 @@ def test_csv_timestamps_are_iso_8601_utc(landing):
 
 @pytest.mark.parametrize("scale", [SCALE, 0.0001])
 def test_bad_rows_are_exactly_what_landing_ingestion_rejects(scale, tmp_path):
-    ingest = pytest.importorskip("tradingmem_assets.core.ingest")
+    ingest = pytest.importorskip("tradingmem_assets.defs.landing.ingest")
     write_demo_world(tmp_path, scale=scale)
     expected = demo_bad_row_counts()
     for table in SPEC_COLUMNS:

@@ -11,7 +11,7 @@ import pytest
 from click.testing import CliRunner
 
 from tradingmem_assets.cli import main
-from tradingmem_assets.core import doctor as d
+from tradingmem_assets.defs.operations import doctor as d
 
 AS_OF = datetime(2024, 7, 1, tzinfo=UTC)
 TS = pl.Datetime("us", "UTC")

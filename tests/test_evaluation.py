@@ -6,8 +6,8 @@ from importlib.resources import files
 import polars as pl
 import pytest
 
-from tradingmem_assets.core.evaluation import run_id_for
 from tests.world import World, ts
+from tradingmem_assets.defs.evaluation.scoring import run_id_for
 
 EVAL = ["evaluation_runs", "evaluation_components"]
 LANDING = [

@@ -12,11 +12,11 @@ import pytest
 from click.testing import CliRunner
 
 from tests.world import World, ts
-from tradingmem_assets.core.learning_review import learning_id_for
-from tradingmem_assets.core.learning_suggest import rank_learnings, suggest
-from tradingmem_assets.core.learnings import DELETIONS_SCHEMA, build_learnings
-from tradingmem_assets.core.tiers import ToolTierError, load_tool_tiers, parse_tool_tiers
-from tradingmem_assets.schemas.landing import LANDING_TABLES
+from tradingmem_assets.defs.landing.invariants import LANDING_TABLES
+from tradingmem_assets.defs.learning.learnings import DELETIONS_SCHEMA, build_learnings
+from tradingmem_assets.defs.learning.review import learning_id_for
+from tradingmem_assets.defs.learning.suggest import rank_learnings, suggest
+from tradingmem_assets.defs.learning.tiers import ToolTierError, load_tool_tiers, parse_tool_tiers
 from tradingmem_assets.settings import SETTINGS
 
 AS_OF = ts("2024-07-01")
@@ -387,7 +387,7 @@ from click.testing import CliRunner
 from tests.world import World
 from tests.test_learning import secret_world, LEARNING
 from tradingmem_assets.cli import main
-from tradingmem_assets.core.learning_suggest import suggest
+from tradingmem_assets.defs.learning.suggest import suggest
 
 with dg.instance_for_test() as instance:
     world = World(Path(sys.argv[1]), instance)

@@ -9,10 +9,10 @@ import pytest
 
 from tests.test_wilson import reference
 from tests.world import ts
-from tradingmem_assets.core.injection import scan_text, scan_texts
-from tradingmem_assets.core.institution import validate_outputs
-from tradingmem_assets.core.ladder import fold_outcomes, reflect_runs
-from tradingmem_assets.core.methodology import dedup_key, parse_candidates, resolve_candidates
+from tradingmem_assets.defs.learning.candidates import dedup_key, parse_candidates, resolve_candidates
+from tradingmem_assets.defs.learning.injection import scan_text, scan_texts
+from tradingmem_assets.defs.learning.ladder import fold_outcomes, reflect_runs
+from tradingmem_assets.defs.learning.role_outputs import validate_outputs
 
 BUY_SUPPORT = (
     "Buy BTC at support: when price tests a prior support level on the 4h chart and RSI is oversold, "

@@ -8,8 +8,8 @@ import pytest
 
 from tests.test_methodology import BUY_SUPPORT, SELL_SUPPORT, proposal
 from tests.world import DEFS, World, ts
-from tradingmem_assets.core.methodology import dedup_key
 from tradingmem_assets.defs.learning import LEARNING_JOB_NAMES
+from tradingmem_assets.defs.learning.candidates import dedup_key
 
 LANDING = [
     "raw/institution_runs",
@@ -241,7 +241,7 @@ HEARTBEAT_SELECTION = [dg.AssetKey(["raw", t.split("/")[1]]) for t in LANDING] +
 
 
 def run_learning_job(world: World, selection=HEARTBEAT_SELECTION) -> dg.ExecuteInProcessResult:
-    from tradingmem_assets.defs.jobs import trading_memory_job
+    from tradingmem_assets.defs.operations.jobs import trading_memory_job
 
     assert trading_memory_job.name in LEARNING_JOB_NAMES
     defs = dg.Definitions(

@@ -7,7 +7,7 @@ import polars as pl
 import pytest
 
 from tests.world import DEFS, World, ts
-from tradingmem_assets.core.migration_backup import sha256_hex
+from tradingmem_assets.defs.migration.backup import sha256_hex
 
 MIGRATION = ["legacy_role_memory_backup", "migrated_role_cases", "migration_conservation_report"]
 LANDING = ["raw/legacy_role_memory"]

@@ -6,8 +6,7 @@ import duckdb
 import polars as pl
 import pytest
 
-from tradingmem_assets.core.migration import classify, partition_key_expr, partition_key_sql
-from tradingmem_assets.core.migration_backup import (
+from tradingmem_assets.defs.migration.backup import (
     LEGACY_SCHEMA,
     BackupIntegrityError,
     MigrationInputError,
@@ -18,7 +17,8 @@ from tradingmem_assets.core.migration_backup import (
     sha256_hex,
     verify_backup,
 )
-from tradingmem_assets.core.migration_report import conservation_report, inspect_backups
+from tradingmem_assets.defs.migration.classification import classify, partition_key_expr, partition_key_sql
+from tradingmem_assets.defs.migration.conservation import conservation_report, inspect_backups
 from tradingmem_assets.defs.migration.partitions import (
     LEGACY_MONTHLY_PARTITIONS,
     first_month,

@@ -9,9 +9,11 @@ import polars as pl
 import pytest
 
 from tests.test_profile_world import AS_OF_TS, customer, frame, txn, unit
-from tradingmem_assets.core import memory, profile, snapshots
-from tradingmem_assets.schemas import profile as schemas
-from tradingmem_assets.schemas.validation import validate
+from tradingmem_assets.defs.memory import layers as memory
+from tradingmem_assets.defs.profile import invariants as schemas
+from tradingmem_assets.defs.profile import ownership as profile
+from tradingmem_assets.defs.profile import snapshots
+from tradingmem_assets.lib.validation import validate
 
 AS_OF = AS_OF_TS
 

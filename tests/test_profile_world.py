@@ -18,7 +18,7 @@ from datetime import UTC, date, datetime
 import polars as pl
 
 from tests.world import World
-from tradingmem_assets.schemas.landing import LANDING_TABLES
+from tradingmem_assets.defs.landing.invariants import LANDING_TABLES
 
 AS_OF = "2024-07-01T00:00:00Z"
 AS_OF_TS = datetime(2024, 7, 1, tzinfo=UTC)

@@ -7,7 +7,7 @@ import textwrap
 
 import pytest
 
-from tradingmem_assets.core.registry import RegistryError, load_registry, parse_registry
+from tradingmem_assets.lib.registry import RegistryError, load_registry, parse_registry
 from tradingmem_assets.settings import PACKAGE_DIR
 
 ROLE = {

@@ -9,14 +9,14 @@ import pytest
 
 from tests.test_role_memory_world import AS_OF, EXECUTED, Chain, band, fill_price_for, load_runs
 from tests.world import World
-from tradingmem_assets.core.admission import (
+from tradingmem_assets.defs.role_memory.admission import (
     ROLE_CASES_SCHEMA,
     admit,
     case_id_for,
     registry_frame,
     write_cases,
 )
-from tradingmem_assets.core.registry import load_registry
+from tradingmem_assets.lib.registry import load_registry
 from tradingmem_assets.settings import SETTINGS
 
 REGISTRY = registry_frame(load_registry(SETTINGS.roles_file).rows())
@@ -414,7 +414,7 @@ def test_a_hand_edited_eligibility_fails_the_blocking_check_and_stops_downstream
 
 
 def chained_cases() -> pl.DataFrame:
-    from tradingmem_assets.core.admission import with_chain
+    from tradingmem_assets.defs.role_memory.admission import with_chain
 
     con = duckdb.connect()
     Chain().add("ok").add("auto", automation_flag=True).add("ghost", role_id="ghost").load(con)
@@ -452,8 +452,8 @@ def chained_cases() -> pl.DataFrame:
     ],
 )
 def test_role_case_invariants_catch_each_kind_of_tampering(decision, edit, check):
-    from tradingmem_assets.schemas.role_memory import ROLE_CASES_SCHEMA as INVARIANTS
-    from tradingmem_assets.schemas.validation import validate
+    from tradingmem_assets.defs.role_memory.invariants import ROLE_CASES_SCHEMA as INVARIANTS
+    from tradingmem_assets.lib.validation import validate
 
     frame = chained_cases()
     assert validate(INVARIANTS, frame).passed
@@ -469,8 +469,8 @@ def test_role_case_invariants_catch_each_kind_of_tampering(decision, edit, check
 
 
 def test_decision_coverage_fails_when_a_decision_is_missing_or_duplicated():
-    from tradingmem_assets.schemas.role_memory import DECISION_COVERAGE_SCHEMA
-    from tradingmem_assets.schemas.validation import validate
+    from tradingmem_assets.defs.role_memory.invariants import DECISION_COVERAGE_SCHEMA
+    from tradingmem_assets.lib.validation import validate
 
     ok = pl.DataFrame({"decision_id": ["a", "b"], "names_a_role": [True, True], "n_cases": [1, 1]})
     assert validate(DECISION_COVERAGE_SCHEMA, ok).passed

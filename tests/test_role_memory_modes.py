@@ -94,7 +94,7 @@ def test_an_illegal_mode_warns_at_load_and_falls_back_to_shadow():
     code = (
         "from tradingmem_assets.definitions import defs; defs().resolve_job_def('trading_memory_job')\n"
         "from tradingmem_assets.defs.role_memory import assets\n"
-        "from tradingmem_assets.core.recall import recall, RoleMemoryUnavailableError\n"
+        "from tradingmem_assets.defs.role_memory.recall import recall, RoleMemoryUnavailableError\n"
         "try:\n    recall('valuation', 'x')\n"
         "except RoleMemoryUnavailableError as e:\n    print('refused:', e)\n"
         "print(assets.ROLE_MEMORY_MODE)\n"

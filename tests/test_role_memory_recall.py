@@ -9,7 +9,7 @@ import pytest
 from tests.test_role_memory import DOWNSTREAM, PIPELINE
 from tests.test_role_memory_world import Chain, band, bars, fill_price_for
 from tests.world import World
-from tradingmem_assets.core.recall import RoleMemoryUnavailableError, require_active, search_cases
+from tradingmem_assets.defs.role_memory.recall import RoleMemoryUnavailableError, require_active, search_cases
 from tradingmem_assets.settings import SETTINGS
 
 QUERY = "short squeeze on thin liquidity after the earnings gap"

@@ -13,21 +13,21 @@ import pytest
 from tests.test_role_memory import DOWNSTREAM, PIPELINE
 from tests.test_role_memory_world import CLOSED, Chain, band, bars, fill_price_for
 from tests.world import World
-from tradingmem_assets.core.budget import (
-    DEFAULT_LIMITS,
-    BudgetExceededError,
-    BudgetTracker,
-    CategoryLimits,
-    Pricing,
-)
-from tradingmem_assets.core.llm import ChatClient, LLMReflector, clean_lesson
-from tradingmem_assets.core.reflection import (
+from tradingmem_assets.defs.role_memory.llm_reflector import ChatClient, LLMReflector, clean_lesson
+from tradingmem_assets.defs.role_memory.reflection import (
     DETERMINISTIC,
     LESSON_MAX_CHARS,
     DeterministicReflector,
     classified,
     deterministic_lesson_expr,
     outcome_sql,
+)
+from tradingmem_assets.lib.budget import (
+    DEFAULT_LIMITS,
+    BudgetExceededError,
+    BudgetTracker,
+    CategoryLimits,
+    Pricing,
 )
 from tradingmem_assets.settings import SETTINGS
 

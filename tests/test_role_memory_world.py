@@ -14,8 +14,8 @@ from datetime import UTC, datetime, timedelta
 import duckdb
 import polars as pl
 
-from tradingmem_assets.core.evaluation import COMPONENTS_SCHEMA, RUNS_SCHEMA, run_id_for
-from tradingmem_assets.schemas.landing import LANDING_TABLES
+from tradingmem_assets.defs.evaluation.scoring import COMPONENTS_SCHEMA, RUNS_SCHEMA, run_id_for
+from tradingmem_assets.defs.landing.invariants import LANDING_TABLES
 
 SYMBOL = "AAA"
 DECIDED = datetime(2024, 2, 1, 14, 0, tzinfo=UTC)

@@ -11,7 +11,7 @@ import duckdb
 import pytest
 
 from tests.test_audit_world import healthy_learning_state, write_learning_state
-from tradingmem_assets.core.table_hash import (
+from tradingmem_assets.defs.audit.table_hash import (
     LEARNING_TABLES,
     MISSING_TABLE_SHA256,
     table_sha256,
@@ -85,7 +85,7 @@ def test_a_missing_table_hashes_as_the_documented_constant(con):
 
 HASH_IN_SUBPROCESS = """
 import sys, duckdb
-from tradingmem_assets.core.table_hash import tables_sha256
+from tradingmem_assets.defs.audit.table_hash import tables_sha256
 con = duckdb.connect(sys.argv[1], read_only=True)
 print(tables_sha256(con).combined)
 """

@@ -5,7 +5,7 @@ import math
 import numpy as np
 import pytest
 
-from tradingmem_assets.core.wilson import wilson_lower_bound, wilson_lower_bounds
+from tradingmem_assets.lib.wilson import wilson_lower_bound, wilson_lower_bounds
 
 
 def reference(successes: int, n: int, z: float = 1.96) -> float:

@@ -10,9 +10,9 @@ import dagster as dg
 import duckdb
 import polars as pl
 
-from tradingmem_assets.defs.resources import WarehouseResource
 from tradingmem_assets.definitions import defs
-from tradingmem_assets.schemas.landing import LANDING_TABLES
+from tradingmem_assets.defs.landing.invariants import LANDING_TABLES
+from tradingmem_assets.defs.resources import WarehouseResource
 
 AS_OF = "2024-07-01T00:00:00Z"
 DEFS = defs()
@@ -78,7 +78,7 @@ class World:
         **resource_overrides,
     ) -> dg.ExecuteInProcessResult:
         """Materialize (a selection of) the project's assets; default: the main job's selection."""
-        from tradingmem_assets.defs.jobs import MAIN_JOB_SELECTION
+        from tradingmem_assets.defs.operations.jobs import MAIN_JOB_SELECTION
 
         if selection is None:
             selection = MAIN_JOB_SELECTION

@@ -137,8 +137,8 @@ def _audit_pass(instance: dg.DagsterInstance, database: Path, landing_dir: Path,
 @probe("recall")
 def _recall_latency(instance: dg.DagsterInstance, database: Path, landing_dir: Path, as_of: str) -> dict:
     """Median and p95 latency of recall queries (role filter, with and without a symbol filter)."""
-    from tradingmem_assets.core.recall import search_cases
-    from tradingmem_assets.warehouse import connection
+    from tradingmem_assets.defs.role_memory.recall import search_cases
+    from tradingmem_assets.lib.warehouse import connection
 
     queries = ["trend confirmed by volume", "valuation too rich", "earnings surprise drift", "funding flipped",
                "rate differential priced in"]

@@ -12,7 +12,7 @@ from collections.abc import Sequence
 
 import duckdb
 
-from tradingmem_assets.warehouse import table_exists
+from tradingmem_assets.lib.warehouse import table_exists
 
 KINDS = ("decision", "case", "lesson", "run", "methodology", "learning", "profile")
 

@@ -9,7 +9,7 @@ from pathlib import Path
 import dagster as dg
 
 from tradingmem_assets.defs.resources import WarehouseResource
-from tradingmem_assets.warehouse import connection, table_exists
+from tradingmem_assets.lib.warehouse import connection, table_exists
 
 SUMMARY_TABLES = (
     "raw_rejects",

@@ -15,9 +15,9 @@ from typing import Any
 import click
 
 from tradingmem_assets.cli.common import CliError, dagster_instance, db_path, json_option, progress, warehouse
-from tradingmem_assets.core.audit_findings import SEVERITIES
-from tradingmem_assets.core.audit_scoring import DIMENSIONS
-from tradingmem_assets.warehouse import read_frame, table_exists
+from tradingmem_assets.defs.audit.findings import SEVERITIES
+from tradingmem_assets.defs.audit.scoring import DIMENSIONS
+from tradingmem_assets.lib.warehouse import read_frame, table_exists
 
 REPORTS_TABLE = "main.methodology_audit_reports"
 JSON_COLUMNS = ("dimension_scores", "dimension_weights_used", "findings", "advisory_actions")

@@ -15,8 +15,8 @@ from typing import Any
 import click
 import duckdb
 
+from tradingmem_assets.lib.warehouse import WarehouseLockedError, connection
 from tradingmem_assets.settings import default_as_of, default_db_path, default_landing_dir, resolve_as_of
-from tradingmem_assets.warehouse import WarehouseLockedError, connection
 
 
 class CliError(click.ClickException):

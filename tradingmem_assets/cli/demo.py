@@ -7,7 +7,14 @@ from pathlib import Path
 
 import click
 
-from tradingmem_assets.cli.common import CliError, dagster_instance, db_path, json_option, landing_dir, progress
+from tradingmem_assets.cli.common import (
+    CliError,
+    dagster_instance,
+    db_path,
+    json_option,
+    landing_dir,
+    progress,
+)
 
 
 @click.command("demo")

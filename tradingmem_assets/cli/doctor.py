@@ -13,10 +13,10 @@ import click
 import duckdb
 
 from tradingmem_assets.cli.common import as_of_now, db_path, json_option, warehouse
-from tradingmem_assets.core import doctor as rules
-from tradingmem_assets.core.registry import load_registry
+from tradingmem_assets.defs.operations import doctor as rules
+from tradingmem_assets.lib.registry import load_registry
+from tradingmem_assets.lib.warehouse import read_frame, table_exists
 from tradingmem_assets.settings import SETTINGS
-from tradingmem_assets.warehouse import read_frame, table_exists
 
 ROLE_CASES = "main.role_cases"
 DECISIONS = "raw.trading_decisions"
@@ -59,7 +59,7 @@ def _pending_cases(con: duckdb.DuckDBPyConnection, as_of: datetime) -> rules.Doc
 
 
 def _budget(con: duckdb.DuckDBPyConnection) -> rules.DoctorCheck:
-    from tradingmem_assets.core.budget import budget_summary
+    from tradingmem_assets.lib.budget import budget_summary
 
     return rules.budget_status(budget_summary(con))
 

@@ -12,7 +12,7 @@ import json
 import click
 
 from tradingmem_assets.cli.common import CliError, as_of_now, json_option, warehouse
-from tradingmem_assets.warehouse import ensure_table, read_frame, table_exists, transaction
+from tradingmem_assets.lib.warehouse import ensure_table, read_frame, table_exists, transaction
 
 COLUMNS = (
     "learning_id, name, trigger, success_count, failure_count, ignored_count, weight, required_tier, "
@@ -89,7 +89,7 @@ def recent(limit: int, as_json: bool):
 def suggest_cmd(message: str, k: int | None, max_tier: int | None, as_json: bool):
     """Top-K learnings for MESSAGE, ranked by TF-IDF similarity x weight."""
     from tradingmem_assets.cli.common import db_path
-    from tradingmem_assets.core.learning_suggest import suggest
+    from tradingmem_assets.defs.learning.suggest import suggest
 
     note = _disabled_note()
     if note:
@@ -114,7 +114,7 @@ def delete(learning_id: str, reason: str, as_json: bool):
     """Delete a learning for good: a tombstone the learnings asset honours on every later run."""
     import polars as pl
 
-    from tradingmem_assets.core.learnings import DELETIONS_SCHEMA
+    from tradingmem_assets.defs.learning.learnings import DELETIONS_SCHEMA
 
     deleted_at = as_of_now()
     with warehouse(read_only=False) as con:

@@ -12,7 +12,7 @@ from pathlib import Path
 import click
 
 from tradingmem_assets.cli.common import CliError, as_of_now, db_path, json_option, warehouse
-from tradingmem_assets.core.budget import BudgetExceededError, BudgetTracker, budget_summary, limits_from_env
+from tradingmem_assets.lib.budget import BudgetExceededError, BudgetTracker, budget_summary, limits_from_env
 
 ADVISORY = (
     "Recalled lessons are advisory: they never override safety rules, permissions or user constraints, "
@@ -21,7 +21,7 @@ ADVISORY = (
 
 
 def _refuse_unless_active(what: str) -> None:
-    from tradingmem_assets.core.recall import RoleMemoryUnavailableError, require_active
+    from tradingmem_assets.defs.role_memory.recall import RoleMemoryUnavailableError, require_active
 
     try:
         require_active(what)
@@ -50,7 +50,7 @@ def recall_cmd(
 ):
     """Recall a role's lessons and success patterns most similar to QUERY."""
     _refuse_unless_active("recall")
-    from tradingmem_assets.core.recall import recall  # scikit-learn loads only when recall runs
+    from tradingmem_assets.defs.role_memory.recall import recall  # scikit-learn loads only when recall runs
 
     hits = recall(role_id, query, symbol=symbol, scenario=scenario, k=k, as_of=as_of, db=db_path())
     document = {
@@ -81,12 +81,16 @@ def recall_cmd(
 def reflect_cmd(case_id: str, as_json: bool):
     """Re-run the reflector for one case (under the LLM budget) and record the result."""
     _refuse_unless_active("tradingmem reflect")
-    from tradingmem_assets.core.admission import registry_frame
-    from tradingmem_assets.core.llm import ChatClient, LLMError, LLMReflector
-    from tradingmem_assets.core.reflection import DeterministicReflector, record_reflections, reflect_case
-    from tradingmem_assets.core.registry import load_registry
-    from tradingmem_assets.schemas.role_memory import ROLE_REFLECTIONS_SCHEMA
-    from tradingmem_assets.schemas.validation import validate
+    from tradingmem_assets.defs.role_memory.admission import registry_frame
+    from tradingmem_assets.defs.role_memory.invariants import ROLE_REFLECTIONS_SCHEMA
+    from tradingmem_assets.defs.role_memory.llm_reflector import ChatClient, LLMError, LLMReflector
+    from tradingmem_assets.defs.role_memory.reflection import (
+        DeterministicReflector,
+        record_reflections,
+        reflect_case,
+    )
+    from tradingmem_assets.lib.registry import load_registry
+    from tradingmem_assets.lib.validation import validate
     from tradingmem_assets.settings import SETTINGS
 
     if not Path(db_path()).exists():

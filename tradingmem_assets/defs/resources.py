@@ -12,7 +12,7 @@ import duckdb
 from dagster_duckdb import DuckDBResource
 from pydantic import Field, PrivateAttr
 
-from tradingmem_assets.core.registry import RoleRegistry, load_registry
+from tradingmem_assets.lib.registry import RoleRegistry, load_registry
 from tradingmem_assets.settings import (
     SETTINGS,
     default_as_of,

@@ -7,16 +7,6 @@ from datetime import UTC, datetime
 import dagster as dg
 from pydantic import Field
 
-from tradingmem_assets.core.audit_inputs import AuditInputError, AuditWindow
-from tradingmem_assets.core.audit_scoring import (
-    DIMENSIONS,
-    disabled_score,
-    pass_id_for,
-    report_frame,
-    report_row,
-    score_audit,
-)
-from tradingmem_assets.core.table_hash import tables_sha256
 from tradingmem_assets.defs.audit.checks import (
     AUDIT_ASSET_KEY,
     AUDIT_CHECK_SPECS,
@@ -25,14 +15,24 @@ from tradingmem_assets.defs.audit.checks import (
     SHA_BEFORE_KEY,
     isolation_check_result,
 )
-from tradingmem_assets.defs.audit.inputs import read_audit_inputs
+from tradingmem_assets.defs.audit.inputs import AuditInputError, AuditWindow
+from tradingmem_assets.defs.audit.invariants import AUDIT_REPORTS_SCHEMA
+from tradingmem_assets.defs.audit.queries import read_audit_inputs
+from tradingmem_assets.defs.audit.scoring import (
+    DIMENSIONS,
+    disabled_score,
+    pass_id_for,
+    report_frame,
+    report_row,
+    score_audit,
+)
+from tradingmem_assets.defs.audit.table_hash import tables_sha256
 from tradingmem_assets.defs.landing.assets import raw_key
-from tradingmem_assets.defs.metadata import check_result, table_metadata
 from tradingmem_assets.defs.resources import WarehouseResource
-from tradingmem_assets.schemas.audit import AUDIT_REPORTS_SCHEMA
-from tradingmem_assets.schemas.validation import validate
+from tradingmem_assets.lib.dagster_kit import check_result, table_metadata
+from tradingmem_assets.lib.validation import validate
+from tradingmem_assets.lib.warehouse import append_rows, scalar, table_exists, transaction
 from tradingmem_assets.settings import SETTINGS
-from tradingmem_assets.warehouse import append_rows, scalar, table_exists, transaction
 
 AUDIT_GROUP = "audit"
 REPORTS_TABLE = "main.methodology_audit_reports"

@@ -7,7 +7,7 @@ whenever ``audit_isolation_sensor`` finds a pass whose hashes differ.
 
 import dagster as dg
 
-from tradingmem_assets.core.table_hash import TablesDigest
+from tradingmem_assets.defs.audit.table_hash import TablesDigest
 
 AUDIT_ASSET_KEY = dg.AssetKey("methodology_audit_reports")
 ISOLATION_CHECK = "audit_isolation"

@@ -1,74 +1,120 @@
-"""Read (never write) what one audit pass scores: the learning tables, heartbeats, known run ids.
+"""What one audit pass reads (SPEC section 9): its window and the learning rows, typed.
 
-This is the only audit module that holds a DuckDB connection for reading; it issues SELECTs only
-and hands plain Polars frames to ``core.audit_scoring``. The SQL narrows rows to what a dimension
-can use (the window, plus every graduation for graduation times) so a pass stays fast at scale;
-the scoring functions filter by the window again, so the narrowing never changes a score.
+The audit's scoring functions take plain rows (Polars frames or sequences of dicts) of the
+learning tables, the heartbeats and the known institution run ids. ``as_frame`` narrows such rows
+to the columns a dimension needs, with the types it expects, and raises :class:`AuditInputError`
+naming the table and column when one is missing. No database handle reaches this module.
 """
 
-import duckdb
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from datetime import datetime, timedelta
+from typing import Any
+
 import polars as pl
 
-from tradingmem_assets.core.audit_inputs import (
-    CASE_COLUMNS,
-    EVENT_COLUMNS,
-    HEARTBEAT_COLUMNS,
-    HINT_COLUMNS,
-    METHODOLOGY_COLUMNS,
-    RUN_ID_COLUMNS,
-    AuditInputError,
-    AuditInputs,
-    AuditWindow,
-)
-from tradingmem_assets.warehouse import read_frame, table_exists
 
-METHODOLOGIES = "main.methodologies"
-EVENTS = "main.methodology_lifecycle_events"
-CASES = "main.methodology_cases"
-HINTS = "main.methodology_case_hints"
-HEARTBEATS = "main.methodology_cron_runs"
-INSTITUTION_RUNS = "raw.institution_runs"
+class AuditInputError(ValueError):
+    """A learning table handed to the audit lacks a column the scoring needs (named in the message)."""
 
 
-def _select(
-    con: duckdb.DuckDBPyConnection, table: str, columns: dict, where: str = "", params: list | None = None
-) -> pl.DataFrame:
-    if not table_exists(con, table):
-        return pl.DataFrame(schema=columns)
-    cols = ", ".join(f'"{c}"' for c in columns)
-    try:
-        return read_frame(con, f"SELECT {cols} FROM {table} {where}", params)
-    except duckdb.BinderException as exc:
-        raise AuditInputError(f"{table} cannot be read by the audit: {exc}".splitlines()[0]) from exc
+@dataclass(frozen=True)
+class AuditWindow:
+    """The closed interval ``[as_of - window_days, as_of]`` every dimension looks at."""
+
+    start: datetime
+    end: datetime
+    days: int
+
+    @classmethod
+    def ending(cls, as_of: datetime, window_days: int) -> AuditWindow:
+        if window_days < 1:
+            raise ValueError(f"window_days must be at least 1, got {window_days}")
+        return cls(start=as_of - timedelta(days=window_days), end=as_of, days=window_days)
+
+    def contains(self, column: str) -> pl.Expr:
+        return pl.col(column).is_between(pl.lit(self.start), pl.lit(self.end), closed="both")
 
 
-def read_audit_inputs(con: duckdb.DuckDBPyConnection, window: AuditWindow) -> AuditInputs:
-    """Every row a pass needs, as Polars frames (missing tables read as empty frames)."""
-    span = [window.start, window.end]
-    # Learning tables first, so a missing column is reported against its own table.
-    methodologies = _select(con, METHODOLOGIES, METHODOLOGY_COLUMNS)
-    events = _select(con, EVENTS, EVENT_COLUMNS, "WHERE ts BETWEEN ? AND ? OR event = 'graduated'", span)
-    cases = _select(con, CASES, CASE_COLUMNS, "WHERE recorded_at BETWEEN ? AND ?", span)
-    hints = _select(con, HINTS, HINT_COLUMNS, "WHERE injected_at BETWEEN ? AND ?", span)
-    heartbeats = _select(con, HEARTBEATS, HEARTBEAT_COLUMNS, "WHERE ts <= ?", [window.end])
-    cases_in_window = f"SELECT run_id FROM {CASES} WHERE recorded_at BETWEEN ? AND ?"
-    hints_in_window = f"SELECT run_id FROM {HINTS} WHERE injected_at BETWEEN ? AND ?"
-    cited = [q for t, q in ((CASES, cases_in_window), (HINTS, hints_in_window)) if table_exists(con, t)]
-    if cited and table_exists(con, INSTITUTION_RUNS):
-        known_runs = _select(
-            con,
-            INSTITUTION_RUNS,
-            RUN_ID_COLUMNS,
-            f"WHERE run_id IN ({' UNION ALL '.join(cited)})",
-            span * len(cited),
-        ).unique()
+UTC_TS = pl.Datetime("us", "UTC")
+METHODOLOGY_COLUMNS = {
+    "methodology_id": pl.String,
+    "quarantine": pl.Int64,
+    "graduated_at": UTC_TS,
+    "created_at": UTC_TS,
+}
+EVENT_COLUMNS = {"methodology_id": pl.String, "event": pl.String, "ts": UTC_TS}
+CASE_COLUMNS = {
+    "case_id": pl.String,
+    "methodology_id": pl.String,
+    "run_id": pl.String,
+    "correct": pl.Boolean,
+    "recorded_at": UTC_TS,
+}
+HINT_COLUMNS = {
+    "methodology_id": pl.String,
+    "run_id": pl.String,
+    "injection_id": pl.String,
+    "injected_at": UTC_TS,
+    "injectable_at_injection": pl.Boolean,
+}
+HEARTBEAT_COLUMNS = {"status": pl.String, "ts": UTC_TS}
+RUN_ID_COLUMNS = {"run_id": pl.String}
+
+Rows = pl.DataFrame | Sequence[Mapping[str, Any]]
+
+
+def _cast(column: str, dtype: pl.DataType, source: pl.DataType) -> pl.Expr:
+    col = pl.col(column)
+    if dtype == UTC_TS:
+        if isinstance(source, pl.Datetime):
+            return (
+                col.dt.replace_time_zone("UTC")
+                if source.time_zone is None
+                else col.dt.convert_time_zone("UTC")
+            ).dt.cast_time_unit("us")
+        if source == pl.Date:
+            return col.cast(pl.Datetime("us")).dt.replace_time_zone("UTC")
+        if source == pl.String:
+            return col.str.to_datetime(time_zone="UTC", time_unit="us")
+        return col.cast(UTC_TS)
+    if dtype == pl.Boolean and source == pl.String:
+        return col.str.to_lowercase().is_in(["true", "1", "t", "yes"])
+    return col.cast(dtype)
+
+
+def as_frame(rows: Rows, columns: Mapping[str, pl.DataType], table: str) -> pl.DataFrame:
+    """The columns the scoring needs, typed; raises AuditInputError naming a missing column."""
+    if isinstance(rows, pl.DataFrame):
+        frame = rows
     else:
-        known_runs = pl.DataFrame(schema=RUN_ID_COLUMNS)
-    return AuditInputs(
-        methodologies=methodologies,
-        lifecycle_events=events,
-        cases=cases,
-        case_hints=hints,
-        heartbeats=heartbeats,
-        known_run_ids=known_runs,
+        rows = list(rows)
+        if not rows:
+            return pl.DataFrame(schema=dict(columns))
+        missing = [c for c in columns if c not in rows[0]]
+        if missing:
+            raise AuditInputError(f"{table} rows have no column(s) {', '.join(missing)}")
+        frame = pl.DataFrame({c: [r.get(c) for r in rows] for c in columns}, strict=False)
+    missing = [c for c in columns if c not in frame.columns]
+    if missing:
+        raise AuditInputError(f"{table} has no column(s) {', '.join(missing)}")
+    if frame.height == 0:
+        return pl.DataFrame(schema=dict(columns))
+    return frame.select(
+        _cast(c, dtype, frame.schema[c]).alias(c) if frame.schema[c] != dtype else pl.col(c)
+        for c, dtype in columns.items()
     )
+
+
+@dataclass(frozen=True)
+class AuditInputs:
+    """Plain rows of everything one pass reads (learning tables, heartbeats, known run ids)."""
+
+    methodologies: Rows = ()
+    lifecycle_events: Rows = ()
+    cases: Rows = ()
+    case_hints: Rows = ()
+    heartbeats: Rows = ()
+    known_run_ids: Rows = ()

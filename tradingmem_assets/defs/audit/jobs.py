@@ -7,7 +7,6 @@ import dagster as dg
 import polars as pl
 from pydantic import Field
 
-from tradingmem_assets.core.audit_scoring import REPORT_SCHEMA, report_frame
 from tradingmem_assets.defs.audit.assets import REPORTS_TABLE, isolation_finding
 from tradingmem_assets.defs.audit.checks import (
     AUDIT_ASSET_KEY,
@@ -15,8 +14,9 @@ from tradingmem_assets.defs.audit.checks import (
     SHA_AFTER_KEY,
     SHA_BEFORE_KEY,
 )
+from tradingmem_assets.defs.audit.scoring import REPORT_SCHEMA, report_frame
 from tradingmem_assets.defs.resources import WarehouseResource
-from tradingmem_assets.warehouse import append_rows, ensure_table, scalar, transaction
+from tradingmem_assets.lib.warehouse import append_rows, ensure_table, scalar, transaction
 
 AUDIT_JOB_NAME = "methodology_audit_job"
 ALERT_JOB_NAME = "audit_isolation_alert_job"

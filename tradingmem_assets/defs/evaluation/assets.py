@@ -3,7 +3,8 @@
 import dagster as dg
 import polars as pl
 
-from tradingmem_assets.core.evaluation import (
+from tradingmem_assets.defs.evaluation.invariants import EVALUATION_RUNS_SCHEMA
+from tradingmem_assets.defs.evaluation.scoring import (
     COMPONENTS,
     EvaluationConfigError,
     append_components,
@@ -11,11 +12,10 @@ from tradingmem_assets.core.evaluation import (
     evaluate,
 )
 from tradingmem_assets.defs.landing.assets import raw_key
-from tradingmem_assets.defs.metadata import check_result, table_metadata
 from tradingmem_assets.defs.resources import WarehouseResource
-from tradingmem_assets.schemas.evaluation import EVALUATION_RUNS_SCHEMA
-from tradingmem_assets.schemas.validation import validate
-from tradingmem_assets.warehouse import read_frame, scalar, transaction
+from tradingmem_assets.lib.dagster_kit import check_result, table_metadata
+from tradingmem_assets.lib.validation import validate
+from tradingmem_assets.lib.warehouse import read_frame, scalar, transaction
 
 EVALUATION_GROUP = "evaluation"
 RUNS_INVARIANTS_CHECK = "evaluation_runs_invariants"

@@ -6,11 +6,11 @@ from pathlib import Path
 import dagster as dg
 import polars as pl
 
-from tradingmem_assets.core.ingest import LandingFileError, ingest_table
-from tradingmem_assets.defs.metadata import table_metadata
+from tradingmem_assets.defs.landing.ingest import LandingFileError, ingest_table
+from tradingmem_assets.defs.landing.invariants import LANDING_TABLES, REJECTS_SCHEMA, LandingTable
 from tradingmem_assets.defs.resources import WarehouseResource
-from tradingmem_assets.schemas.landing import LANDING_TABLES, REJECTS_SCHEMA, LandingTable
-from tradingmem_assets.warehouse import ensure_table, replace_table, scalar, transaction
+from tradingmem_assets.lib.dagster_kit import table_metadata
+from tradingmem_assets.lib.warehouse import ensure_table, replace_table, scalar, transaction
 
 LANDING_GROUP = "landing"
 ROWS_CONSERVED_CHECK = "rows_read_equal_accepted_plus_rejected"

@@ -7,9 +7,6 @@ before writing, and swaps them in one transaction.
 import dagster as dg
 import polars as pl
 
-from tradingmem_assets.core.ladder import build_methodology_state
-from tradingmem_assets.core.learnings import DELETIONS_SCHEMA, LEARNINGS_SCHEMA, build_learnings
-from tradingmem_assets.core.tiers import load_tool_tiers
 from tradingmem_assets.defs.landing.assets import raw_key
 from tradingmem_assets.defs.learning.constants import (
     HEARTBEAT_KEY,
@@ -22,19 +19,21 @@ from tradingmem_assets.defs.learning.constants import (
     METHODOLOGY_KEYS,
 )
 from tradingmem_assets.defs.learning.heartbeat import HEARTBEAT_TABLE, write_heartbeat
-from tradingmem_assets.defs.metadata import check_result, table_metadata
-from tradingmem_assets.defs.resources import WarehouseResource
-from tradingmem_assets.schemas.learning import (
+from tradingmem_assets.defs.learning.invariants import (
     LEARNINGS_SCHEMA as LEARNINGS_INVARIANTS,
 )
-from tradingmem_assets.schemas.learning import (
+from tradingmem_assets.defs.learning.invariants import (
     LIFECYCLE_EVENTS_SCHEMA,
     methodologies_schema,
     methodology_cases_schema,
 )
-from tradingmem_assets.schemas.validation import validate
-from tradingmem_assets.settings import SETTINGS
-from tradingmem_assets.warehouse import (
+from tradingmem_assets.defs.learning.ladder import build_methodology_state
+from tradingmem_assets.defs.learning.learnings import DELETIONS_SCHEMA, LEARNINGS_SCHEMA, build_learnings
+from tradingmem_assets.defs.learning.tiers import load_tool_tiers
+from tradingmem_assets.defs.resources import WarehouseResource
+from tradingmem_assets.lib.dagster_kit import check_result, table_metadata
+from tradingmem_assets.lib.validation import validate
+from tradingmem_assets.lib.warehouse import (
     ensure_table,
     read_frame,
     read_table,
@@ -42,6 +41,7 @@ from tradingmem_assets.warehouse import (
     scalar,
     transaction,
 )
+from tradingmem_assets.settings import SETTINGS
 
 # Validated when the code location loads: a broken tools.yaml stops the load with its message.
 TOOL_TIERS = load_tool_tiers(SETTINGS.tools_file)

@@ -12,7 +12,7 @@ from datetime import UTC, datetime
 import duckdb
 import polars as pl
 
-from tradingmem_assets.warehouse import ensure_table, transaction
+from tradingmem_assets.lib.warehouse import ensure_table, transaction
 
 HEARTBEAT_TABLE = "main.methodology_cron_runs"
 HEARTBEAT_SCHEMA = pl.Schema(

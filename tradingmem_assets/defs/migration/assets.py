@@ -10,8 +10,8 @@ import os
 import dagster as dg
 import polars as pl
 
-from tradingmem_assets.core.migration import CASES_SCHEMA, REJECTS_SCHEMA, classify
-from tradingmem_assets.core.migration_backup import (
+from tradingmem_assets.defs.landing.assets import raw_key
+from tradingmem_assets.defs.migration.backup import (
     LEGACY_COLUMNS,
     MANIFEST_SCHEMA,
     BackupIntegrityError,
@@ -26,14 +26,6 @@ from tradingmem_assets.core.migration_backup import (
     sha256_hex,
     stage_backup,
 )
-from tradingmem_assets.core.migration_report import (
-    REPORT_SCHEMA,
-    conservation_report,
-    inspect_backups,
-    partition_counts,
-)
-from tradingmem_assets.defs.landing.assets import raw_key
-from tradingmem_assets.defs.metadata import table_metadata
 from tradingmem_assets.defs.migration.checks import (
     BACKUP_ASSET,
     BACKUP_CHECK_SPECS,
@@ -49,16 +41,24 @@ from tradingmem_assets.defs.migration.checks import (
     failures_as_validation,
     validation_result,
 )
-from tradingmem_assets.defs.migration.partitions import LEGACY_MONTHLY_PARTITIONS
-from tradingmem_assets.defs.resources import WarehouseResource
-from tradingmem_assets.schemas.migration import (
+from tradingmem_assets.defs.migration.classification import CASES_SCHEMA, REJECTS_SCHEMA, classify
+from tradingmem_assets.defs.migration.conservation import (
+    REPORT_SCHEMA,
+    conservation_report,
+    inspect_backups,
+    partition_counts,
+)
+from tradingmem_assets.defs.migration.invariants import (
     CONSERVATION_REPORT_SCHEMA,
     MIGRATION_BACKUPS_SCHEMA,
     MIGRATION_REJECTS_SCHEMA,
     migrated_role_cases_schema,
 )
-from tradingmem_assets.schemas.validation import validate
-from tradingmem_assets.warehouse import append_rows, ensure_table, transaction
+from tradingmem_assets.defs.migration.partitions import LEGACY_MONTHLY_PARTITIONS
+from tradingmem_assets.defs.resources import WarehouseResource
+from tradingmem_assets.lib.dagster_kit import table_metadata
+from tradingmem_assets.lib.validation import validate
+from tradingmem_assets.lib.warehouse import append_rows, ensure_table, transaction
 
 MIGRATION_GROUP = "migration"
 MANIFEST_TABLE = "main.migration_backups"

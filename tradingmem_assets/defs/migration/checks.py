@@ -3,8 +3,8 @@
 import dagster as dg
 import polars as pl
 
-from tradingmem_assets.defs.metadata import check_result
-from tradingmem_assets.schemas.validation import Validation
+from tradingmem_assets.lib.dagster_kit import check_result
+from tradingmem_assets.lib.validation import Validation
 
 BACKUP_ASSET = dg.AssetKey("legacy_role_memory_backup")
 MIGRATED_ASSET = dg.AssetKey("migrated_role_cases")

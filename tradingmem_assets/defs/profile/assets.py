@@ -8,9 +8,10 @@ the asset graph shows that no consumer reads memory_unit.
 import dagster as dg
 import polars as pl
 
-from tradingmem_assets.core import profile, snapshots
 from tradingmem_assets.defs.landing.assets import raw_key
-from tradingmem_assets.defs.metadata import check_result, table_metadata
+from tradingmem_assets.defs.profile import invariants as schemas
+from tradingmem_assets.defs.profile import ownership as profile
+from tradingmem_assets.defs.profile import snapshots
 from tradingmem_assets.defs.profile.common import (
     PROFILE_GROUP,
     customer_ranges,
@@ -28,9 +29,9 @@ from tradingmem_assets.defs.profile.writes import (
     write_profiles,
 )
 from tradingmem_assets.defs.resources import WarehouseResource
-from tradingmem_assets.schemas import profile as schemas
-from tradingmem_assets.schemas.validation import validate
-from tradingmem_assets.warehouse import read_frame, replace_table, transaction
+from tradingmem_assets.lib.dagster_kit import check_result, table_metadata
+from tradingmem_assets.lib.validation import validate
+from tradingmem_assets.lib.warehouse import read_frame, replace_table, transaction
 
 CHUNK_SIZE = 100_000  # customers validated at once: bounds what comes into Python at any number of customers
 # temp tables of one materialization (they live until its connection closes)

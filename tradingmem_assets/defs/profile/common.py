@@ -8,9 +8,9 @@ import duckdb
 import pandera.polars as pa
 import polars as pl
 
-from tradingmem_assets.core.memory import as_utc
-from tradingmem_assets.schemas.validation import Validation, validate
-from tradingmem_assets.warehouse import read_frame, table_exists
+from tradingmem_assets.defs.memory.layers import as_utc
+from tradingmem_assets.lib.validation import Validation, validate
+from tradingmem_assets.lib.warehouse import read_frame, table_exists
 
 PROFILE_GROUP = "profile"
 

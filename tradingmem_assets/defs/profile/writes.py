@@ -12,8 +12,9 @@ from datetime import datetime
 import duckdb
 import polars as pl
 
-from tradingmem_assets.core import profile, snapshots
-from tradingmem_assets.warehouse import replace_table, scalar, table_exists
+from tradingmem_assets.defs.profile import ownership as profile
+from tradingmem_assets.defs.profile import snapshots
+from tradingmem_assets.lib.warehouse import replace_table, scalar, table_exists
 
 PROFILE_TABLE = "main.fin_customer_profile"
 SNAPSHOTS_TABLE = "main.profile_snapshots"

@@ -11,7 +11,10 @@ from collections.abc import Iterator
 import dagster as dg
 import polars as pl
 
-from tradingmem_assets.core.admission import (
+from tradingmem_assets.defs.landing.assets import raw_key
+from tradingmem_assets.defs.resources import WarehouseResource
+from tradingmem_assets.defs.role_memory import invariants as schemas
+from tradingmem_assets.defs.role_memory.admission import (
     ROLE_CASES_SCHEMA,
     admit,
     decision_coverage,
@@ -19,10 +22,10 @@ from tradingmem_assets.core.admission import (
     with_chain,
     write_cases,
 )
-from tradingmem_assets.core.budget import BudgetTracker, ensure_usage_table
-from tradingmem_assets.core.llm import ChatClient, LLMReflector
-from tradingmem_assets.core.recall import rebuild_recall_index
-from tradingmem_assets.core.reflection import (
+from tradingmem_assets.defs.role_memory.invariants import validate_relation
+from tradingmem_assets.defs.role_memory.llm_reflector import ChatClient, LLMReflector
+from tradingmem_assets.defs.role_memory.recall import rebuild_recall_index
+from tradingmem_assets.defs.role_memory.reflection import (
     REFLECTIONS_SCHEMA,
     DeterministicReflector,
     Reflector,
@@ -31,14 +34,11 @@ from tradingmem_assets.core.reflection import (
     reflection_inputs,
     role_stats,
 )
-from tradingmem_assets.defs.landing.assets import raw_key
-from tradingmem_assets.defs.metadata import table_metadata
-from tradingmem_assets.defs.resources import WarehouseResource
-from tradingmem_assets.schemas import role_memory as schemas
-from tradingmem_assets.schemas.role_memory import validate_relation
-from tradingmem_assets.schemas.validation import Validation, validate
+from tradingmem_assets.lib.budget import BudgetTracker, ensure_usage_table
+from tradingmem_assets.lib.dagster_kit import table_metadata
+from tradingmem_assets.lib.validation import Validation, validate
+from tradingmem_assets.lib.warehouse import replace_table, scalar, table_exists, transaction
 from tradingmem_assets.settings import SETTINGS
-from tradingmem_assets.warehouse import replace_table, scalar, table_exists, transaction
 
 ROLE_MEMORY_GROUP = "role_memory"
 ROLE_MEMORY_MODE = SETTINGS.role_memory_mode  # fixed for the life of this process

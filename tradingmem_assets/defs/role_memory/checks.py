@@ -8,13 +8,13 @@ everything downstream in the run. Tables stream through Pandera in chunks (``val
 import dagster as dg
 import polars as pl
 
-from tradingmem_assets.core.admission import decision_coverage, with_chain
-from tradingmem_assets.defs.metadata import check_result
 from tradingmem_assets.defs.resources import WarehouseResource
-from tradingmem_assets.schemas import role_memory as schemas
-from tradingmem_assets.schemas.role_memory import validate_relation
-from tradingmem_assets.schemas.validation import validate
-from tradingmem_assets.warehouse import read_frame, table_exists
+from tradingmem_assets.defs.role_memory import invariants as schemas
+from tradingmem_assets.defs.role_memory.admission import decision_coverage, with_chain
+from tradingmem_assets.defs.role_memory.invariants import validate_relation
+from tradingmem_assets.lib.dagster_kit import check_result
+from tradingmem_assets.lib.validation import validate
+from tradingmem_assets.lib.warehouse import read_frame, table_exists
 
 ROLE_CASES_INVARIANTS_CHECK = "role_cases_invariants"
 ROLE_CASES_COVERAGE_CHECK = "every_role_decision_exactly_once"

@@ -1,1 +1,0 @@
-"""Pure domain logic: no Dagster import here, so every rule is fast to test and easy to read."""

@@ -1,0 +1,74 @@
+"""Read (never write) what one audit pass scores: the learning tables, heartbeats, known run ids.
+
+This is the only audit module that holds a DuckDB connection for reading; it issues SELECTs only
+and hands plain Polars frames to ``core.audit_scoring``. The SQL narrows rows to what a dimension
+can use (the window, plus every graduation for graduation times) so a pass stays fast at scale;
+the scoring functions filter by the window again, so the narrowing never changes a score.
+"""
+
+import duckdb
+import polars as pl
+
+from tradingmem_assets.defs.audit.inputs import (
+    CASE_COLUMNS,
+    EVENT_COLUMNS,
+    HEARTBEAT_COLUMNS,
+    HINT_COLUMNS,
+    METHODOLOGY_COLUMNS,
+    RUN_ID_COLUMNS,
+    AuditInputError,
+    AuditInputs,
+    AuditWindow,
+)
+from tradingmem_assets.lib.warehouse import read_frame, table_exists
+
+METHODOLOGIES = "main.methodologies"
+EVENTS = "main.methodology_lifecycle_events"
+CASES = "main.methodology_cases"
+HINTS = "main.methodology_case_hints"
+HEARTBEATS = "main.methodology_cron_runs"
+INSTITUTION_RUNS = "raw.institution_runs"
+
+
+def _select(
+    con: duckdb.DuckDBPyConnection, table: str, columns: dict, where: str = "", params: list | None = None
+) -> pl.DataFrame:
+    if not table_exists(con, table):
+        return pl.DataFrame(schema=columns)
+    cols = ", ".join(f'"{c}"' for c in columns)
+    try:
+        return read_frame(con, f"SELECT {cols} FROM {table} {where}", params)
+    except duckdb.BinderException as exc:
+        raise AuditInputError(f"{table} cannot be read by the audit: {exc}".splitlines()[0]) from exc
+
+
+def read_audit_inputs(con: duckdb.DuckDBPyConnection, window: AuditWindow) -> AuditInputs:
+    """Every row a pass needs, as Polars frames (missing tables read as empty frames)."""
+    span = [window.start, window.end]
+    # Learning tables first, so a missing column is reported against its own table.
+    methodologies = _select(con, METHODOLOGIES, METHODOLOGY_COLUMNS)
+    events = _select(con, EVENTS, EVENT_COLUMNS, "WHERE ts BETWEEN ? AND ? OR event = 'graduated'", span)
+    cases = _select(con, CASES, CASE_COLUMNS, "WHERE recorded_at BETWEEN ? AND ?", span)
+    hints = _select(con, HINTS, HINT_COLUMNS, "WHERE injected_at BETWEEN ? AND ?", span)
+    heartbeats = _select(con, HEARTBEATS, HEARTBEAT_COLUMNS, "WHERE ts <= ?", [window.end])
+    cases_in_window = f"SELECT run_id FROM {CASES} WHERE recorded_at BETWEEN ? AND ?"
+    hints_in_window = f"SELECT run_id FROM {HINTS} WHERE injected_at BETWEEN ? AND ?"
+    cited = [q for t, q in ((CASES, cases_in_window), (HINTS, hints_in_window)) if table_exists(con, t)]
+    if cited and table_exists(con, INSTITUTION_RUNS):
+        known_runs = _select(
+            con,
+            INSTITUTION_RUNS,
+            RUN_ID_COLUMNS,
+            f"WHERE run_id IN ({' UNION ALL '.join(cited)})",
+            span * len(cited),
+        ).unique()
+    else:
+        known_runs = pl.DataFrame(schema=RUN_ID_COLUMNS)
+    return AuditInputs(
+        methodologies=methodologies,
+        lifecycle_events=events,
+        cases=cases,
+        case_hints=hints,
+        heartbeats=heartbeats,
+        known_run_ids=known_runs,
+    )

@@ -1,0 +1,37 @@
+"""Invariants of evaluation runs (SPEC section 4)."""
+
+import pandera.polars as pa
+import polars as pl
+
+from tradingmem_assets.lib.vocabulary import EVALUATION_STATUSES
+
+
+def _one_primary_per_decision(data: pa.PolarsData) -> pl.LazyFrame:
+    return data.lazyframe.select(
+        (pl.col("is_primary").cast(pl.Int64).sum().over("decision_id") <= 1).alias("ok")
+    )
+
+
+def _primary_has_promotion_time(data: pa.PolarsData) -> pl.LazyFrame:
+    return data.lazyframe.select((~pl.col("is_primary") | pl.col("promoted_at").is_not_null()).alias("ok"))
+
+
+EVALUATION_RUNS_SCHEMA = pa.DataFrameSchema(
+    {
+        "run_id": pa.Column(pl.String, unique=True),
+        "decision_id": pa.Column(pl.String),
+        "execution_id": pa.Column(pl.String),
+        "profile_id": pa.Column(pl.String),
+        "run_version": pa.Column(pl.Int64, pa.Check.ge(1)),
+        "status": pa.Column(pl.String, pa.Check.isin(list(EVALUATION_STATUSES))),
+        "is_primary": pa.Column(pl.Boolean),
+        "promoted_at": pa.Column(pl.Datetime("us", "UTC"), nullable=True),
+        "created_at": pa.Column(pl.Datetime("us", "UTC")),
+    },
+    name="evaluation_runs",
+    unique=["decision_id", "profile_id", "run_version"],
+    checks=[
+        pa.Check(_one_primary_per_decision, name="at_most_one_primary_per_decision"),
+        pa.Check(_primary_has_promotion_time, name="primary_run_has_promoted_at"),
+    ],
+)

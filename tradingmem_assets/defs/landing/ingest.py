@@ -1,0 +1,212 @@
+"""Landing ingestion: read one landing file, type it, validate it, split accepted from rejected.
+
+Nothing is dropped silently: every row read ends up either accepted or in the rejects frame
+with every reason that applies, so ``rows_read == accepted + rejected`` always holds.
+Typing is one set-based DuckDB ``TRY_CAST`` pass; the value rules are the Pandera schema of
+``schemas.landing``; its failure cases (with their row index) become reject reasons.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+
+import duckdb
+import pandera.polars as pa
+import polars as pl
+from pandera.errors import SchemaErrors
+
+from tradingmem_assets.defs.landing.invariants import (
+    DUCKDB_TYPES,
+    LANDING_TABLES,
+    REJECTS_SCHEMA,
+    LandingTable,
+    landing_schema,
+)
+from tradingmem_assets.lib.warehouse import read_frame
+
+ROW = "__row_number"
+
+
+class LandingFileError(RuntimeError):
+    """A landing file that cannot be ingested at all; the message names the file."""
+
+
+@dataclass(frozen=True)
+class IngestResult:
+    table: str
+    source_file: str | None
+    rows_read: int
+    accepted: pl.DataFrame
+    rejects: pl.DataFrame
+    filled_columns: tuple[str, ...]
+
+    @property
+    def rejected(self) -> int:
+        return self.rejects.height
+
+
+def find_landing_file(landing_dir: Path, table: str) -> Path | None:
+    """The table's landing file, or None; two candidates are ambiguous and refused."""
+    found = [p for p in (landing_dir / f"{table}.parquet", landing_dir / f"{table}.csv") if p.exists()]
+    if len(found) > 1:
+        raise LandingFileError(
+            f"both {found[0]} and {found[1]} exist: keep exactly one landing file for table {table}"
+        )
+    return found[0] if found else None
+
+
+def read_landing_file(path: Path) -> pl.DataFrame:
+    """CSV is read as text (typing happens later, row by row); Parquet keeps its own types."""
+    try:
+        if path.suffix == ".csv":
+            return pl.read_csv(path, infer_schema=False, truncate_ragged_lines=False)
+        return pl.read_parquet(path)
+    except Exception as exc:  # any reader failure means the file as a whole is unusable
+        raise LandingFileError(f"cannot read landing file {path}: {exc}") from exc
+
+
+def _typing_sql(spec: LandingTable, present: set[str]) -> str:
+    """One SELECT that casts every column and flags the values that did not survive the cast."""
+    selects, flags = [f'"{ROW}"'], []
+    for col in spec.columns:
+        q = f'"{col.name}"'
+        if col.name not in present:
+            selects.append(f"CAST(NULL AS {DUCKDB_TYPES[col.kind]}) AS {q}")
+            continue
+        text = f"CAST({q} AS VARCHAR)"
+        if col.kind in ("json_list", "json_object"):
+            want = "ARRAY" if col.kind == "json_list" else "OBJECT"
+            # a JSON null is a SQL null; anything else must be valid JSON of the declared shape
+            is_null = f"({q} IS NULL OR trim({text}) = 'null')"
+            ok = f"(CASE WHEN json_valid({text}) THEN json_type(TRY_CAST({text} AS JSON)) END = '{want}')"
+            selects.append(f"CASE WHEN {is_null} THEN NULL WHEN {ok} THEN {text} END AS {q}")
+            flags.append(f"CASE WHEN NOT {is_null} AND NOT coalesce({ok}, false) THEN 'bad_json:{col.name}' END")
+        elif col.kind == "str":
+            selects.append(f"{text} AS {q}")
+        else:
+            cast = f"TRY_CAST({q} AS {DUCKDB_TYPES[col.kind]})"
+            selects.append(f"{cast} AS {q}")
+            flags.append(f"CASE WHEN {q} IS NOT NULL AND {cast} IS NULL THEN 'bad_type:{col.name}' END")
+    flag_list = f"list_filter([{', '.join(flags)}], lambda x: x IS NOT NULL)" if flags else "[]::VARCHAR[]"
+    return f"SELECT {', '.join(selects)}, {flag_list} AS __type_reasons FROM _landing ORDER BY \"{ROW}\""
+
+
+def _pandera_reasons(spec: LandingTable, typed: pl.DataFrame) -> pl.DataFrame:
+    """(row index, reason) pairs for every value rule the typed rows break."""
+    schema: pa.DataFrameSchema = landing_schema(spec.name)
+    try:
+        schema.validate(typed.select(spec.column_names), lazy=True)
+    except SchemaErrors as err:
+        cases = err.failure_cases
+        if cases["index"].null_count():
+            # schema-level failures (wrong dtype, missing column) are bugs of the typing step, not data
+            raise RuntimeError(f"landing schema for {spec.name} failed as a whole:\n{cases}") from err
+        return cases.select(
+            pl.col("index").cast(pl.Int64).alias("idx"),
+            pl.col("column"),
+            pl.format("{}: {}", pl.col("column"), pl.col("check")).alias("reason"),
+        )
+    return pl.DataFrame(schema={"idx": pl.Int64, "column": pl.String, "reason": pl.String})
+
+
+def ingest_frame(table: str, frame: pl.DataFrame, source_file: str | None) -> IngestResult:
+    """Type and validate an already-read landing frame."""
+    spec = LANDING_TABLES[table]
+    present = set(frame.columns) & set(spec.column_names)
+    missing = [c for c in spec.columns if c.name not in present]
+    required_missing = [c.name for c in missing if not c.nullable]
+    if required_missing and frame.height:
+        raise LandingFileError(
+            f"landing file {source_file} lacks required column(s) {', '.join(required_missing)} "
+            f"of table {table}"
+        )
+    original = frame.select(sorted(present, key=spec.column_names.index)).with_row_index(ROW, offset=1)
+    original = original.with_columns(pl.col(ROW).cast(pl.Int64))
+    con = duckdb.connect()
+    try:
+        con.execute("SET TimeZone = 'UTC'")
+        con.register("_landing", original)
+        typed = read_frame(con, _typing_sql(spec, present))
+    finally:
+        con.close()
+
+    type_reasons = (
+        typed.select(pl.int_range(pl.len(), dtype=pl.Int64).alias("idx"), pl.col("__type_reasons"))
+        .explode("__type_reasons")
+        .drop_nulls()
+        .select(
+            "idx",
+            pl.col("__type_reasons").str.split(":").list.last().alias("column"),
+            pl.col("__type_reasons").alias("reason"),
+        )
+    )
+    typed = typed.drop("__type_reasons")
+    value_reasons = _pandera_reasons(spec, typed)
+    # a value that failed its cast is null now: its not-null failure is the same problem, said once
+    value_reasons = value_reasons.join(type_reasons.select("idx", "column"), on=["idx", "column"], how="anti")
+    reasons = pl.concat([type_reasons, value_reasons])
+
+    bad_idx = reasons.get_column("idx").unique()
+    is_bad = pl.int_range(pl.len(), dtype=pl.Int64).is_in(bad_idx.implode())
+    # among rows that are otherwise valid, the first occurrence of a key wins
+    dup = (
+        typed.with_row_index("idx")
+        .filter(~is_bad)
+        .filter(pl.int_range(pl.len()).over(list(spec.key)) > 0)
+        .select(pl.col("idx").cast(pl.Int64), pl.lit("duplicate_key").alias("reason"))
+    )
+    per_row = (
+        pl.concat([reasons.select("idx", "reason"), dup])
+        .unique(maintain_order=True)
+        .group_by("idx", maintain_order=True)
+        .agg(pl.col("reason").sort().str.join("; "))
+    )
+    rejected_idx = per_row.get_column("idx")
+    accepted = (
+        typed.with_row_index("idx")
+        .filter(~pl.col("idx").cast(pl.Int64).is_in(rejected_idx.implode()))
+        .select(spec.column_names)
+    )
+    rejects = _rejects_frame(spec, original, per_row, source_file)
+    return IngestResult(
+        table=table,
+        source_file=source_file,
+        rows_read=frame.height,
+        accepted=accepted,
+        rejects=rejects,
+        filled_columns=tuple(c.name for c in missing),
+    )
+
+
+def _rejects_frame(
+    spec: LandingTable, original: pl.DataFrame, per_row: pl.DataFrame, source_file: str | None
+) -> pl.DataFrame:
+    if per_row.height == 0:
+        return pl.DataFrame(schema=REJECTS_SCHEMA)
+    bad = original.with_row_index("idx").with_columns(pl.col("idx").cast(pl.Int64)).join(per_row, on="idx")
+    value_cols = [c for c in original.columns if c != ROW]
+    as_text = [pl.col(c).cast(pl.String) for c in value_cols]
+    key_cols = [c for c in spec.key if c in value_cols]
+    row_key = (
+        pl.concat_str([pl.col(c).cast(pl.String) for c in key_cols], separator="|")
+        if len(key_cols) == len(spec.key)
+        else pl.lit(None, dtype=pl.String)
+    )
+    return bad.select(
+        pl.lit(spec.name).alias("table_name"),
+        pl.lit(source_file, dtype=pl.String).alias("source_file"),
+        pl.col(ROW).alias("row_number"),
+        row_key.alias("row_key"),
+        pl.col("reason"),
+        pl.struct(as_text).struct.json_encode().alias("raw_row"),
+    ).cast(REJECTS_SCHEMA)
+
+
+def ingest_table(landing_dir: Path, table: str) -> IngestResult:
+    """Ingest ``<table>.parquet|csv`` from the landing folder; no file means an empty table."""
+    spec = LANDING_TABLES[table]
+    path = find_landing_file(Path(landing_dir), table)
+    if path is None:
+        return IngestResult(table, None, 0, spec.empty(), pl.DataFrame(schema=REJECTS_SCHEMA), ())
+    return ingest_frame(table, read_landing_file(path), str(path))

@@ -1,0 +1,357 @@
+"""Methodology candidates (SPEC section 8): injection scan, validation, structured dedup.
+
+Every ``proposed_methodology`` of a role output (any run kind) is a candidate, taken in
+``(run started_at, run_id, output_id)`` order:
+
+1. injection scan over every string of the proposal (``core.injection``) -> ``rejected_injection``;
+   the text is never stored as a methodology;
+2. validation -> ``rejected_invalid``: the output itself must be valid, the fields present and of
+   the right type, ``direction``/``primary_signal``/``timeframe``/``asset_class`` inside the
+   vocabularies of ``core.vocabulary``, indicators a list of strings, and the phases a DAG (unique
+   names; every ``depends_on`` names an *earlier* phase, which also rules out cycles);
+3. structured dedup key = sha256 hex of ``direction|primary_signal|timeframe|indicators|asset_class``
+   (each value and indicator trimmed and lower-cased, indicators sorted and joined with ``,``); a
+   hit on an existing methodology's key -> ``merged`` (times_proposed + 1);
+4. on a miss, TF-IDF cosine >= 0.85 between the candidate's description and the descriptions of
+   existing methodologies *of the same direction* -> ``merged`` into the most similar one; for a
+   pair where TF-IDF fails (a text without any word token, or no vocabulary at all) Jaccard over
+   character 4-grams decides with the same bar, 0.85;
+5. otherwise ``created``: quarantine = 1, confidence = 0.1,
+   ``methodology_id = "m_" + dedup_key[:16]``; its first proposal gives name, description and phases.
+
+The proposal JSON is nested and free-form, so each *distinct* proposal text is parsed once in
+Python; the greedy dedup pass is inherently sequential and runs over compact arrays.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+import polars as pl
+
+from tradingmem_assets.defs.learning.injection import scan_column
+from tradingmem_assets.lib import vocabulary as v
+from tradingmem_assets.lib.similarity import jaccard_4gram, tfidf_vectors
+
+TFIDF_MERGE = 0.85
+JACCARD_MERGE = 0.85
+INITIAL_CONFIDENCE = 0.1
+TS = pl.Datetime("us", "UTC")
+
+BASE_SCHEMA = pl.Schema(
+    {
+        "methodology_id": pl.String(),
+        "name": pl.String(),
+        "description": pl.String(),
+        "direction": pl.String(),
+        "primary_signal": pl.String(),
+        "timeframe": pl.String(),
+        "indicators": pl.String(),
+        "asset_class": pl.String(),
+        "phases": pl.String(),
+        "dedup_key": pl.String(),
+        "created_at": TS,
+        "times_proposed": pl.Int64(),
+        "last_proposed_at": TS,
+        "source_output_id": pl.String(),
+    }
+)
+CANDIDATE_EVENTS_SCHEMA = pl.Schema(
+    {
+        "source_id": pl.String(),
+        "methodology_id": pl.String(),
+        "event": pl.String(),
+        "ts": TS,
+        "detail": pl.String(),
+    }
+)
+
+
+def dedup_key_text(
+    direction: str, primary_signal: str, timeframe: str, indicators: list[str], asset_class: str
+) -> str:
+    inds = ",".join(sorted(i.strip().lower() for i in indicators))
+    return "|".join(
+        [
+            direction.strip().lower(),
+            primary_signal.strip().lower(),
+            timeframe.strip().lower(),
+            inds,
+            asset_class.strip().lower(),
+        ]
+    )
+
+
+def dedup_key(
+    direction: str, primary_signal: str, timeframe: str, indicators: list[str], asset_class: str
+) -> str:
+    """sha256 hex of the structured key string (SPEC section 8)."""
+    text = dedup_key_text(direction, primary_signal, timeframe, indicators, asset_class)
+    return hashlib.sha256(text.encode("utf-8")).hexdigest()
+
+
+def methodology_id_for(key: str) -> str:
+    return "m_" + key[:16]
+
+
+# --------------------------------------------------------------------------------------- parsing
+
+
+def _strings(value: Any) -> list[str]:
+    """Every string anywhere in a JSON value, keys included (the injection scan reads them all)."""
+    if isinstance(value, str):
+        return [value]
+    if isinstance(value, dict):
+        return [s for k, x in value.items() for s in [str(k), *_strings(x)]]
+    if isinstance(value, list):
+        return [s for x in value for s in _strings(x)]
+    return []
+
+
+def _str_list(value: Any) -> bool:
+    return isinstance(value, list) and all(isinstance(x, str) and x.strip() for x in value)
+
+
+def _vocab(field: str, value: Any, allowed: tuple[str, ...], problems: list[str]) -> str | None:
+    if not isinstance(value, str) or not value.strip():
+        problems.append(f"missing {field}")
+        return None
+    norm = value.strip().lower()
+    if norm not in allowed:
+        problems.append(f"{field} '{norm}' is not one of {', '.join(allowed)}")
+    return norm
+
+
+def parse_proposal(text: str | None) -> dict[str, Any]:
+    """A proposal's normalized fields, its text for the injection scan, and its validation problems."""
+    out: dict[str, Any] = {k: None for k in BASE_SCHEMA.names()}
+    problems: list[str] = []
+    try:
+        body = json.loads(text) if text is not None else None
+    except (TypeError, ValueError):
+        body = None
+    if not isinstance(body, dict):
+        return {**out, "scan_text": text or "", "problems": ["proposed_methodology is not a JSON object"]}
+    scan_text = "\n".join(_strings(body))
+    for field in ("name", "description"):
+        val = body.get(field)
+        if not isinstance(val, str) or not val.strip():
+            problems.append(f"missing {field}")
+        else:
+            out[field] = val.strip()
+    direction = _vocab("direction", body.get("direction"), v.METHODOLOGY_DIRECTIONS, problems)
+    signal = _vocab("primary_signal", body.get("primary_signal"), v.PRIMARY_SIGNALS, problems)
+    timeframe = _vocab("timeframe", body.get("timeframe"), v.TIMEFRAMES, problems)
+    asset_class = _vocab("asset_class", body.get("asset_class"), v.ASSET_CLASSES, problems)
+    indicators = body.get("indicators")
+    if not _str_list(indicators):
+        problems.append("indicators must be a list of non-empty strings")
+        indicators = None
+    phases = body.get("phases")
+    norm_phases: list[dict[str, Any]] = []
+    if not isinstance(phases, list):
+        problems.append("phases must be a list")
+    else:
+        seen: list[str] = []
+        for i, phase in enumerate(phases, start=1):
+            if (
+                not isinstance(phase, dict)
+                or not isinstance(phase.get("name"), str)
+                or not phase["name"].strip()
+            ):
+                problems.append(f"phase {i} has no name")
+                continue
+            name = phase["name"].strip()
+            fields = {}
+            for key in ("criteria", "tools_used", "depends_on"):
+                val = phase.get(key, [])
+                if val is None:
+                    val = []
+                if not _str_list(val):
+                    problems.append(f"phase '{name}': {key} must be a list of strings")
+                    val = []
+                fields[key] = [x.strip() for x in val]
+            if name in seen:
+                problems.append(f"phase name '{name}' is used twice")
+            for dep in fields["depends_on"]:
+                if dep not in seen:
+                    problems.append(
+                        f"phase '{name}' depends on '{dep}', which is not an earlier phase (not a DAG)"
+                    )
+            seen.append(name)
+            norm_phases.append({"name": name, **fields})
+    out["direction"], out["primary_signal"], out["timeframe"], out["asset_class"] = (
+        direction,
+        signal,
+        timeframe,
+        asset_class,
+    )
+    if indicators is not None:
+        norm_inds = sorted(i.strip().lower() for i in indicators)
+        out["indicators"] = json.dumps(norm_inds, ensure_ascii=False)
+    out["phases"] = json.dumps(norm_phases, ensure_ascii=False)
+    if not problems:
+        out["dedup_key"] = dedup_key(direction, signal, timeframe, indicators, asset_class)  # type: ignore[arg-type]
+    return {**out, "scan_text": scan_text, "problems": problems}
+
+
+_PARSED_SCHEMA = pl.Schema(
+    {
+        "proposed_methodology": pl.String(),
+        "name": pl.String(),
+        "description": pl.String(),
+        "direction": pl.String(),
+        "primary_signal": pl.String(),
+        "timeframe": pl.String(),
+        "indicators": pl.String(),
+        "asset_class": pl.String(),
+        "phases": pl.String(),
+        "dedup_key": pl.String(),
+        "scan_text": pl.String(),
+        "problems": pl.List(pl.String()),
+    }
+)
+
+
+def parse_candidates(proposals: pl.DataFrame) -> pl.DataFrame:
+    """Candidates with parsed fields, injection hits and problems; one parse per distinct text.
+
+    ``proposals``: output_id, run_id, started_at, output_valid, output_reason, proposed_methodology.
+    """
+    uniq = proposals.get_column("proposed_methodology").unique(maintain_order=True).to_list()
+    rows = []
+    for text in uniq:
+        parsed = parse_proposal(text)
+        rows.append({"proposed_methodology": text, **{k: parsed.get(k) for k in _PARSED_SCHEMA.names()[1:]}})
+    parsed = pl.DataFrame(rows, schema=_PARSED_SCHEMA) if rows else pl.DataFrame(schema=_PARSED_SCHEMA)
+    parsed = parsed.with_columns(scan_column(pl.col("scan_text")).alias("injection"))
+    return proposals.join(parsed, on="proposed_methodology", how="left").sort(
+        "started_at", "run_id", "output_id"
+    )
+
+
+# --------------------------------------------------------------------------------------- dedup
+
+
+@dataclass(frozen=True)
+class CandidateResult:
+    base: pl.DataFrame  # one row per methodology, before outcomes
+    events: pl.DataFrame  # created / merged / rejected_* (with source_id = output_id)
+
+
+def _detail(**fields: Any) -> str:
+    return json.dumps(fields, ensure_ascii=False, sort_keys=True)
+
+
+def resolve_candidates(candidates: pl.DataFrame) -> CandidateResult:
+    """Run the ordered dedup over parsed candidates; return the methodologies and their events."""
+    cand = candidates.with_columns(
+        pl.when(pl.col("injection").list.len() > 0)
+        .then(pl.lit("rejected_injection"))
+        .when(~pl.col("output_valid") | (pl.col("problems").list.len() > 0))
+        .then(pl.lit("rejected_invalid"))
+        .alias("verdict")
+    )
+    valid = cand.filter(pl.col("verdict").is_null())
+    descriptions = valid.get_column("description").unique(maintain_order=True).to_list()
+    desc_index = {d: i for i, d in enumerate(descriptions)}
+    vectors = tfidf_vectors(descriptions)
+    norms = (
+        np.sqrt(np.asarray(vectors.multiply(vectors).sum(axis=1)).ravel())
+        if vectors is not None
+        else np.zeros(len(descriptions))
+    )
+
+    by_key: dict[str, str] = {}
+    reps: dict[str, list[tuple[str, int]]] = {}  # direction -> [(methodology_id, description index)]
+    decisions: list[tuple[str, str, str, float | None]] = []  # (methodology_id, event, via, similarity)
+    for key, direction, desc in valid.select("dedup_key", "direction", "description").iter_rows():
+        if key in by_key:
+            decisions.append((by_key[key], "merged", "dedup_key", None))
+            continue
+        i = desc_index[desc]
+        pool = reps.setdefault(direction, [])
+        if pool:
+            idx = [j for _, j in pool]
+            if vectors is not None and norms[i] > 0:
+                sims = (vectors[idx] @ vectors[i].T).toarray().ravel()
+            else:
+                sims = np.zeros(len(idx))
+            failed = (norms[idx] == 0) | (norms[i] == 0)
+            via = np.where(failed, "jaccard", "tfidf")
+            for n in np.flatnonzero(failed):
+                sims[n] = jaccard_4gram(desc, descriptions[idx[n]])
+            bar = np.where(failed, JACCARD_MERGE, TFIDF_MERGE)
+            ok = sims >= bar - 1e-12
+            if ok.any():
+                best = int(np.argmax(np.where(ok, sims, -1.0)))
+                decisions.append((pool[best][0], "merged", str(via[best]), round(float(sims[best]), 6)))
+                continue
+        mid = methodology_id_for(key)
+        by_key[key] = mid
+        pool.append((mid, i))
+        decisions.append((mid, "created", "new", None))
+
+    resolved = valid.with_columns(
+        pl.Series("methodology_id", [d[0] for d in decisions], dtype=pl.String),
+        pl.Series("event", [d[1] for d in decisions], dtype=pl.String),
+        pl.Series("via", [d[2] for d in decisions], dtype=pl.String),
+        pl.Series("similarity", [d[3] for d in decisions], dtype=pl.Float64),
+    )
+    created = resolved.filter(pl.col("event") == "created")
+    stats = resolved.group_by("methodology_id").agg(
+        pl.len().cast(pl.Int64).alias("times_proposed"), pl.col("started_at").max().alias("last_proposed_at")
+    )
+    base = (
+        created.select(
+            "methodology_id",
+            "name",
+            "description",
+            "direction",
+            "primary_signal",
+            "timeframe",
+            "indicators",
+            "asset_class",
+            "phases",
+            "dedup_key",
+            pl.col("started_at").alias("created_at"),
+            pl.col("output_id").alias("source_output_id"),
+        )
+        .join(stats, on="methodology_id", how="left")
+        .select(BASE_SCHEMA.names())
+        .cast(BASE_SCHEMA)  # type: ignore[arg-type]
+        .sort("methodology_id")
+    )
+
+    accepted_events = resolved.select(
+        pl.col("output_id").alias("source_id"),
+        "methodology_id",
+        "event",
+        pl.col("started_at").alias("ts"),
+        pl.struct("output_id", "run_id", "dedup_key", "via", "similarity")
+        .struct.json_encode()
+        .alias("detail"),
+    )
+    rejected = cand.filter(pl.col("verdict").is_not_null())
+    reasons = (
+        pl.when(pl.col("verdict") == "rejected_injection")
+        .then(pl.col("injection"))
+        .when(~pl.col("output_valid"))
+        .then(pl.concat_list([pl.lit("output rejected: ") + pl.col("output_reason").fill_null("")]))
+        .otherwise(pl.col("problems"))
+    )
+    rejected_events = rejected.select(
+        pl.col("output_id").alias("source_id"),
+        pl.lit(None, dtype=pl.String).alias("methodology_id"),
+        pl.col("verdict").alias("event"),
+        pl.col("started_at").alias("ts"),
+        pl.struct("output_id", "run_id", reasons.alias("reasons")).struct.json_encode().alias("detail"),
+    )
+    events = pl.concat(
+        [accepted_events.cast(CANDIDATE_EVENTS_SCHEMA), rejected_events.cast(CANDIDATE_EVENTS_SCHEMA)]
+    )  # type: ignore[arg-type]
+    return CandidateResult(base=base, events=events.sort("ts", "source_id"))

@@ -1,0 +1,149 @@
+"""Memory layers: short-term session contexts and the mid-term -> long-term promotion (user_facts)."""
+
+import dagster as dg
+import polars as pl
+
+from tradingmem_assets.defs.landing.assets import raw_key
+from tradingmem_assets.defs.memory import layers as memory
+from tradingmem_assets.defs.memory.layers import as_utc
+from tradingmem_assets.defs.profile import invariants as schemas
+from tradingmem_assets.defs.profile.common import PROFILE_GROUP, fail_on, read_columns
+from tradingmem_assets.defs.resources import WarehouseResource
+from tradingmem_assets.lib.dagster_kit import check_result, table_metadata
+from tradingmem_assets.lib.validation import validate
+from tradingmem_assets.lib.warehouse import read_frame, replace_table, transaction
+from tradingmem_assets.settings import SETTINGS
+
+
+@dg.asset(
+    group_name=PROFILE_GROUP,
+    deps=[raw_key("conversation_message")],
+    kinds={"duckdb", "polars"},
+    description="Short-term memory: the newest messages (<= 4096 tokens) of each session active at as_of; "
+    "never an input of the profile.",
+    check_specs=[
+        dg.AssetCheckSpec(
+            schemas.SESSIONS_CHECK,
+            asset="session_contexts",
+            blocking=True,
+            description="Only sessions active at as_of (last message <= 30 min, age <= 24 h), "
+            "each within budget.",
+        )
+    ],
+)
+def session_contexts(context: dg.AssetExecutionContext, warehouse: WarehouseResource) -> dg.MaterializeResult:
+    as_of = warehouse.as_of_ts
+    with warehouse.connect() as con:
+        read_columns(con, "raw.conversation_message", ["message_id"], limit=0)  # clear failure if missing
+        messages = read_frame(con, memory.ACTIVE_SESSION_MESSAGES_SQL, [as_of])
+        result = memory.session_contexts(messages, as_of)
+        validation = validate(schemas.session_contexts_schema(as_of), result.contexts)
+        fail_on(validation, "session_contexts")
+        with transaction(con):
+            replace_table(con, "main.session_contexts", result.contexts)
+    mixed = result.mixed_customer_sessions
+    if mixed.height:
+        context.log.warning(
+            f"{mixed.height} active session(s) mix several customers and got no context: "
+            + ", ".join(mixed.get_column("session_id").head(10).to_list())
+        )
+    return dg.MaterializeResult(
+        metadata={
+            **table_metadata("main.session_contexts", result.contexts),
+            "as_of": as_of.isoformat(),
+            "active_sessions": result.active_sessions,
+            "sessions_refused_mixed_customers": mixed.height,
+            "messages_kept": int(result.contexts.get_column("message_count").sum() or 0),
+            "truncated_sessions": int(
+                result.contexts.get_column("messages").str.contains('"truncated":true', literal=True).sum()
+                or 0
+            ),
+        },
+        check_results=[check_result(schemas.SESSIONS_CHECK, validation, dg.AssetKey("session_contexts"))],
+    )
+
+
+# the narrow projection the red line needs: every fact with the state of its unit
+FACTS_CHECKED_SQL = """
+SELECT f.fact_id, f.source_unit_id, f.customer_id, f.fact_key, f.is_critical, f.confidence, f.evidence_count,
+       u.conflict_count, u.valid_from, u.valid_until, u.updated_at
+FROM main.user_facts f LEFT JOIN main.memory_promotions u ON u.unit_id = f.source_unit_id
+"""
+STATUS_COUNTS_SQL = "SELECT status, count(*) FROM main.memory_promotions GROUP BY status"
+COUNTS_SQL = """
+SELECT (SELECT count(*) FROM main.memory_promotions),
+       (SELECT count(*) FROM raw.memory_unit),
+       (SELECT count(*) FROM raw.memory_evidence ANTI JOIN raw.memory_unit USING (unit_id)),
+       count(*), count(*) FILTER (WHERE is_critical), count(DISTINCT customer_id)
+FROM main.user_facts
+"""
+
+
+@dg.multi_asset(
+    group_name=PROFILE_GROUP,
+    specs=[
+        dg.AssetSpec(
+            "memory_promotions",
+            deps=[raw_key("memory_unit"), raw_key("memory_evidence")],
+            kinds={"duckdb", "polars"},
+            description="The promotion decision of every mid-term memory unit at as_of "
+            "(promoted / below_threshold / awaiting_adjudication / stale / expired / not_yet_valid).",
+        ),
+        dg.AssetSpec(
+            "user_facts",
+            deps=["memory_promotions"],
+            kinds={"duckdb", "polars"},
+            description="Long-term memory: promoted units (evidence >= 2 or confidence >= 0.90, no conflict, "
+            "valid, fresh), with source portal and episode.",
+        ),
+    ],
+    check_specs=[
+        dg.AssetCheckSpec(
+            schemas.FACTS_CHECK,
+            asset="user_facts",
+            blocking=True,
+            description="No one-off statement, conflicting, invalid or stale unit is a fact.",
+        )
+    ],
+)
+def memory_promotion(context: dg.AssetExecutionContext, warehouse: WarehouseResource):
+    as_of = warehouse.as_of_ts
+    stale_days = SETTINGS.memory_stale_days
+    with warehouse.connect() as con:
+        read_columns(con, "raw.memory_unit", memory.UNIT_COLUMNS, limit=0)  # clear failure if missing
+        read_columns(con, "raw.memory_evidence", ["unit_id", "created_at"], limit=0)
+        with transaction(con):  # a broken red line raises here: both tables stay as they were
+            memory.create_promotions(con, as_of, stale_days)
+            memory.create_user_facts(con)
+            validation = validate(
+                schemas.user_facts_schema(as_of, stale_days), as_utc(read_frame(con, FACTS_CHECKED_SQL))
+            )
+            fail_on(validation, "user_facts")
+        statuses = dict(con.execute(STATUS_COUNTS_SQL).fetchall())
+        promotions, units, orphans, facts, critical, customers = con.execute(COUNTS_SQL).fetchall()[0]
+    yield dg.MaterializeResult(
+        asset_key="memory_promotions",
+        metadata={
+            **table_metadata(
+                "main.memory_promotions",
+                pl.DataFrame(schema=memory.MEMORY_PROMOTIONS_SCHEMA),
+                row_count=promotions,
+            ),
+            "as_of": as_of.isoformat(),
+            "memory_stale_days": stale_days,
+            "units_created_after_as_of": units - promotions,
+            "evidence_rows_without_unit": orphans,
+            **{f"units_{s}": int(statuses.get(s, 0)) for s in memory.UNIT_STATUSES},
+        },
+    )
+    yield dg.MaterializeResult(
+        asset_key="user_facts",
+        metadata={
+            **table_metadata(
+                "main.user_facts", pl.DataFrame(schema=memory.USER_FACTS_SCHEMA), row_count=facts
+            ),
+            "critical_facts": critical,
+            "customers_with_facts": customers,
+        },
+        check_results=[check_result(schemas.FACTS_CHECK, validation, dg.AssetKey("user_facts"))],
+    )

@@ -1,0 +1,201 @@
+"""Recall (SPEC section 7): a role's own lessons and success patterns, ranked by TF-IDF.
+
+Filters are exact and applied in DuckDB before any ranking: the role, the symbol and scenario when
+given, only scoring-eligible non-quarantined cases, only the newest reflection of the case's
+*current* primary run that was recorded at or before ``as_of``, and only the recallable classes
+(``missing_data`` / ``logic_error`` lessons and ``sound`` success patterns; ``variance`` and
+``exogenous`` carry no guidance). Similarity only orders what passed the filters.
+
+Speed: recall reads ``main.role_recall_index`` (rebuilt in the same transaction by every writer of
+role_cases / role_reflections), where each row already is "a recallable reflection, valid from its
+reflected_at until the case's next reflection", sorted by role and symbol. The filtered candidates
+are cut to the ``CANDIDATE_CAP`` best by a cheap lexical score (query words contained in the text)
+in DuckDB, then TF-IDF (core/similarity.py) ranks only those.
+Recalled text is advisory: it never overrides safety rules, permissions or user constraints.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import asdict, dataclass
+from datetime import UTC, datetime
+from pathlib import Path
+
+import duckdb
+import polars as pl
+
+from tradingmem_assets.lib.vocabulary import RECALLABLE_CLASSES
+from tradingmem_assets.lib.warehouse import connection, table_exists
+from tradingmem_assets.settings import SETTINGS, default_as_of, default_db_path, parse_as_of
+
+CANDIDATE_CAP = 500
+MAX_QUERY_WORDS = 16
+
+
+class RoleMemoryUnavailableError(RuntimeError):
+    """Recall / manual reflection asked for while ROLE_MEMORY_MODE is not ``active``."""
+
+
+def require_active(what: str, mode: str | None = None) -> None:
+    """Refuse with a clear message unless this process runs with ROLE_MEMORY_MODE=active."""
+    mode = SETTINGS.role_memory_mode if mode is None else mode
+    if mode != "active":
+        raise RoleMemoryUnavailableError(
+            f"{what} is not available: ROLE_MEMORY_MODE is '{mode}' for this process "
+            f"(recall and manual reflection are registered only in 'active'; set ROLE_MEMORY_MODE=active "
+            f"and restart)"
+        )
+
+
+@dataclass(frozen=True)
+class RecallHit:
+    case_id: str
+    decision_id: str
+    role_id: str
+    symbol: str
+    scenario: str | None
+    direction: str
+    classification: str
+    lesson: str | None
+    decision_text: str | None
+    outcome: str | None
+    score: float
+    reflected_at: datetime
+    reflector: str
+    execution_id: str | None
+    primary_run_id: str | None
+
+    def as_dict(self) -> dict:
+        return asdict(self)
+
+
+RECALL_INDEX = "main.role_recall_index"
+_RECALLABLE = ", ".join(f"'{c}'" for c in RECALLABLE_CLASSES)
+
+# One row per reflection of a currently recallable case, valid from its reflected_at until the
+# case's next reflection (of any class or run): "the newest reflection at or before as_of" becomes
+# a range predicate, so a query is a filtered scan with no aggregation or join.
+RECALL_INDEX_SQL = f"""
+CREATE OR REPLACE TABLE {RECALL_INDEX} AS
+WITH recallable AS (  -- only the history of a case with a recallable reflection can end up here
+    SELECT DISTINCT case_id FROM main.role_reflections WHERE classification IN ({_RECALLABLE})
+),
+history AS (
+    SELECT rr.*, lead(rr.reflected_at) OVER (
+               PARTITION BY rr.case_id ORDER BY rr.reflected_at, rr.reflection_id) AS valid_to
+    FROM main.role_reflections rr
+    SEMI JOIN recallable r ON r.case_id = rr.case_id
+)
+SELECT rc.role_id, rc.symbol, rc.scenario, h.reflected_at AS valid_from, h.valid_to,
+       rc.case_id, rc.decision_id, rc.direction, h.classification, h.lesson, rc.decision_text, rc.outcome,
+       h.reflected_at, h.reflector, rc.execution_id, rc.primary_run_id,
+       lower(coalesce(rc.decision_text, '') || ' ' || coalesce(h.lesson, '')) AS doc
+FROM history h
+JOIN main.role_cases rc ON rc.case_id = h.case_id AND rc.primary_run_id = h.run_id AND rc.role_id = h.role_id
+WHERE rc.status = 'eligible' AND rc.scoring_eligible AND NOT rc.quarantined
+  AND h.classification IN ({_RECALLABLE})
+ORDER BY rc.role_id, rc.symbol
+"""
+
+_CANDIDATES_SQL = f"""
+SELECT * EXCLUDE (valid_from, valid_to),
+       len(list_filter($words::VARCHAR[], lambda w: contains(doc, w))) AS lexical
+FROM {RECALL_INDEX}
+WHERE role_id = $role
+  AND ($symbol::VARCHAR IS NULL OR symbol = $symbol)
+  AND ($scenario::VARCHAR IS NULL OR scenario = $scenario)
+  AND CASE WHEN $as_of::TIMESTAMPTZ IS NULL THEN valid_to IS NULL
+           ELSE valid_from <= $as_of::TIMESTAMPTZ AND (valid_to IS NULL OR valid_to > $as_of::TIMESTAMPTZ) END
+ORDER BY lexical DESC, reflected_at DESC, case_id
+LIMIT $cap
+"""
+
+
+def rebuild_recall_index(con: duckdb.DuckDBPyConnection) -> bool:
+    """Rebuild the recall index from role_cases and role_reflections (call inside the writer's transaction).
+
+    Every writer of either table calls this, so recall never sees a case whose eligibility or
+    reflections changed since. Returns False (and builds nothing) until both tables exist.
+    """
+    if not (table_exists(con, "main.role_cases") and table_exists(con, "main.role_reflections")):
+        return False
+    con.execute(RECALL_INDEX_SQL)
+    return True
+
+
+def query_words(query: str) -> list[str]:
+    words = sorted({w for w in re.findall(r"\w+", (query or "").lower()) if w})
+    return words[:MAX_QUERY_WORDS]
+
+
+def _as_of(value: str | datetime | None) -> datetime | None:
+    if value is None:
+        return None
+    if isinstance(value, datetime):
+        return value.replace(tzinfo=UTC) if value.tzinfo is None else value.astimezone(UTC)
+    return parse_as_of(value)
+
+
+def search_cases(
+    con: duckdb.DuckDBPyConnection,
+    role_id: str,
+    query: str,
+    symbol: str | None = None,
+    scenario: str | None = None,
+    k: int = 5,
+    as_of: str | datetime | None = None,
+) -> list[RecallHit]:
+    """The filtered, ranked recall over an open warehouse connection (no mode check: see ``recall``)."""
+    if not role_id:
+        raise ValueError("recall needs a role (--role): there is no generic role to fall back to")
+    if k < 1:
+        raise ValueError(f"k must be at least 1 (got {k})")
+    if not table_exists(con, RECALL_INDEX):
+        return []
+    params = {
+        "role": role_id,
+        "as_of": _as_of(as_of),
+        "symbol": symbol,
+        "scenario": scenario,
+        "words": query_words(query),
+        "cap": CANDIDATE_CAP,
+    }
+    candidates = con.sql(_CANDIDATES_SQL, params=params).pl()
+    if candidates.height == 0:
+        return []
+    from tradingmem_assets.lib.similarity import tfidf_cosine  # scikit-learn: only when ranking
+
+    scores = tfidf_cosine([query or ""], candidates.get_column("doc").to_list())[0]
+    ranked = (
+        candidates.with_columns(pl.Series("score", scores, dtype=pl.Float64).round(6))
+        .sort(["score", "reflected_at", "case_id"], descending=[True, True, False])
+        .head(k)
+    )
+    return [
+        RecallHit(**{f: row[f] for f in RecallHit.__dataclass_fields__})
+        for row in ranked.drop("doc", "lexical").iter_rows(named=True)
+    ]
+
+
+def recall(
+    role_id: str,
+    query: str,
+    symbol: str | None = None,
+    scenario: str | None = None,
+    k: int = 5,
+    as_of: str | datetime | None = None,
+    *,
+    db: str | Path | None = None,
+    con: duckdb.DuckDBPyConnection | None = None,
+) -> list[RecallHit]:
+    """Recall a role's lessons and success patterns; refused unless ROLE_MEMORY_MODE=active.
+
+    Reads the warehouse read-only (``TRADINGMEM_DB`` unless ``db`` or an open ``con`` is given).
+    Without ``as_of``, "now" is ``TRADINGMEM_AS_OF`` when set (a replay), else no time limit.
+    """
+    require_active("recall")
+    as_of = as_of if as_of is not None else default_as_of()
+    if con is not None:
+        return search_cases(con, role_id, query, symbol, scenario, k, as_of)
+    with connection(db or default_db_path(), read_only=True) as ro:
+        return search_cases(ro, role_id, query, symbol, scenario, k, as_of)

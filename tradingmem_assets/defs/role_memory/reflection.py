@@ -1,0 +1,440 @@
+"""Reflection (SPEC section 6): outcome labels, the classification ladder and role-specific lessons.
+
+A matured, scoring-eligible case is classified once per primary run, first match wins:
+flat -> ``variance``; an exogenous market event for the symbol inside the run's window ->
+``exogenous``; a required evidence kind missing from the decision -> ``missing_data``; a loss ->
+``logic_error``; otherwise ``sound``. Classification is always deterministic; only the lesson text
+of the two trainable classes may come from a pluggable ``Reflector`` (the LLM one lives in
+``core/llm.py``). Classification runs in DuckDB over the whole batch (a temp table that spills
+under the connection's ``memory_limit``); only the trainable rows come into Polars, for their lesson.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from datetime import datetime
+from typing import Protocol
+
+import duckdb
+import polars as pl
+
+from tradingmem_assets.defs.role_memory.recall import RECALL_INDEX, rebuild_recall_index
+from tradingmem_assets.lib.vocabulary import TRAINABLE_CLASSES
+from tradingmem_assets.lib.warehouse import ensure_table, read_frame, table_exists, transaction
+
+LESSON_MAX_CHARS = 280
+DETERMINISTIC = "deterministic"
+UTC_TS = pl.Datetime("us", "UTC")
+
+REFLECTIONS_SCHEMA = pl.Schema(
+    {
+        "reflection_id": pl.String(),
+        "case_id": pl.String(),
+        "role_id": pl.String(),
+        "run_id": pl.String(),
+        "classification": pl.String(),
+        "trainable": pl.Boolean(),
+        "lesson": pl.String(),
+        "reflector": pl.String(),
+        "reflected_at": UTC_TS,
+    }
+)
+
+
+def outcome_sql(excess: str, band: str) -> str:
+    """``win`` above the noise band, ``loss`` below minus the band, ``flat`` within (NULL without data)."""
+    return (
+        f"CASE WHEN {excess} IS NULL OR {band} IS NULL THEN NULL "
+        f"WHEN {excess} > {band} THEN 'win' WHEN {excess} < -{band} THEN 'loss' ELSE 'flat' END"
+    )
+
+
+# The ladder of SPEC section 6 over columns outcome, exogenous_event, missing_evidence.
+CLASSIFICATION_SQL = """
+CASE WHEN outcome = 'flat' THEN 'variance'
+     WHEN exogenous_event THEN 'exogenous'
+     WHEN len(missing_evidence) > 0 THEN 'missing_data'
+     WHEN outcome = 'loss' THEN 'logic_error'
+     ELSE 'sound' END
+"""
+TRAINABLE_SQL = "classification IN (" + ", ".join(f"'{c}'" for c in TRAINABLE_CLASSES) + ")"
+
+
+def classified(rows: str) -> str:
+    """SQL: the rows of ``rows`` (a table, view or subquery) with ``classification`` and ``trainable``."""
+    with_class = f"SELECT *, {CLASSIFICATION_SQL} AS classification FROM {rows}"
+    return f"SELECT *, {TRAINABLE_SQL} AS trainable FROM ({with_class})"
+
+
+def truncate_lesson(expr: pl.Expr, limit: int = LESSON_MAX_CHARS) -> pl.Expr:
+    return (
+        pl.when(expr.str.len_chars() > limit).then(expr.str.slice(0, limit - 1) + pl.lit("…")).otherwise(expr)
+    )
+
+
+def _pct(expr: pl.Expr) -> pl.Expr:
+    return (expr * 100).round(1).cast(pl.String) + pl.lit("%")
+
+
+def deterministic_lesson_expr() -> pl.Expr:
+    """The offline lesson: names the role, the symbol, what was missing or wrong, and what to do next."""
+    head = pl.format("[{}] {} {}", pl.col("role_id"), pl.col("symbol"), pl.col("direction"))
+    missing = pl.col("missing_evidence").list.join(", ")
+    no_modes = pl.col("failure_modes").is_null() | (pl.col("failure_modes").list.len() == 0)
+    generic = pl.lit("the role's failure modes")
+    modes = pl.when(no_modes).then(generic).otherwise(pl.col("failure_modes").list.join(" / "))
+    first_mode = pl.when(no_modes).then(generic).otherwise(pl.col("failure_modes").list.first())
+    missing_data = pl.format(
+        "{}: decided without {}. Next time gather {} before entering; watch for {}.",
+        head,
+        missing,
+        missing,
+        first_mode,
+    )
+    logic_error = pl.format(
+        "{} lost {} vs a {} noise band with the required evidence in hand. Next time test the thesis "
+        "against {} before entering. {}",
+        head,
+        _pct(-pl.col("excess_return")),
+        _pct(pl.col("noise_band")),
+        modes,
+        pl.col("reflection_prompt"),
+    )
+    text = (
+        pl.when(pl.col("classification") == "missing_data")
+        .then(missing_data)
+        .when(pl.col("classification") == "logic_error")
+        .then(logic_error)
+        .otherwise(pl.lit(None, dtype=pl.String))
+    )
+    return truncate_lesson(text)
+
+
+class Reflector(Protocol):
+    """Writes the lesson of trainable cases; classification is never delegated."""
+
+    name: str
+
+    def write_lessons(self, trainable: pl.DataFrame) -> pl.DataFrame:
+        """Given classified trainable rows, return case_id, lesson, reflector (one row per input row)."""
+        ...
+
+
+class DeterministicReflector:
+    name = DETERMINISTIC
+
+    def write_lessons(self, trainable: pl.DataFrame) -> pl.DataFrame:
+        return trainable.select(
+            "case_id", deterministic_lesson_expr().alias("lesson"), pl.lit(DETERMINISTIC).alias("reflector")
+        )
+
+
+REFLECTION_INPUTS = "_tm_reflection_inputs"
+REFLECTION_BATCH = "_tm_reflection_batch"
+
+# Inputs of the ladder for every eligible case with an outcome (optionally one case), classified.
+# Exogenous events are few: each symbol's event times come as one list, tested against the window.
+# The run's numbers are only needed for lessons: ``TRAINABLE_ROWS_SQL`` adds them to trainable rows.
+INPUTS_SQL = """
+CREATE OR REPLACE TEMP TABLE {into} AS
+WITH pos AS (
+    SELECT execution_id, max(closed_at) AS closed_at
+    FROM raw.position_lifecycles WHERE closed_at <= $1 GROUP BY execution_id
+),
+events AS (
+    SELECT symbol, list(ts) AS ts FROM raw.market_events WHERE exogenous AND ts <= $1 GROUP BY symbol
+),
+base AS (
+    SELECT rc.case_id, rc.decision_id, rc.role_id, rc.symbol, rc.scenario, rc.direction, rc.decision_text,
+           rc.outcome, rc.primary_run_id AS run_id, rc.execution_id,
+           e.executed_at AS window_start,
+           e.executed_at + to_days(p.horizon_days::INTEGER) AS window_end,
+           p.horizon_days, ro.noise_k, ro.maturity_days, pos.closed_at,
+           pos.closed_at + to_days(ro.maturity_days::INTEGER) AS matures_at,
+           ro.required_evidence, ro.failure_modes, ro.reflection_prompt,
+           coalesce(list_transform(json_extract_string(d.evidence, '$[*]'), lambda x: lower(trim(x))),
+                    []::VARCHAR[]) AS evidence,
+           ev.ts AS event_times
+    FROM main.role_cases rc
+    JOIN _tm_roles ro ON ro.role_id = rc.role_id
+    JOIN main.evaluation_runs r ON r.run_id = rc.primary_run_id
+    JOIN raw.trade_executions e ON e.execution_id = r.execution_id
+    JOIN raw.benchmark_profiles p ON p.profile_id = r.profile_id
+    JOIN raw.trading_decisions d ON d.decision_id = rc.decision_id
+    LEFT JOIN pos ON pos.execution_id = rc.execution_id
+    LEFT JOIN events ev ON ev.symbol = rc.symbol
+    WHERE rc.status = 'eligible' AND rc.outcome IS NOT NULL AND ($2::VARCHAR IS NULL OR rc.case_id = $2)
+),
+inputs AS (
+    SELECT b.* EXCLUDE (evidence, event_times),
+           coalesce(b.matures_at <= $1, false) AS matured,
+           list_filter(b.required_evidence, lambda k: NOT list_contains(b.evidence, lower(trim(k))))
+               AS missing_evidence,
+           coalesce(len(list_filter(b.event_times, lambda t: t >= b.window_start AND t <= b.window_end)) > 0,
+                    false) AS exogenous_event,
+           {reflected_before} AS reflected_before
+    FROM base b
+)
+{classified}
+"""
+# was this case already reflected for its current primary run?
+_REFLECTED_BEFORE = (
+    "EXISTS (SELECT 1 FROM main.role_reflections rr WHERE rr.case_id = b.case_id AND rr.run_id = b.run_id)"
+)
+
+
+def reflection_inputs(
+    con: duckdb.DuckDBPyConnection,
+    registry: pl.DataFrame,
+    as_of: datetime,
+    case_id: str | None = None,
+    into: str = REFLECTION_INPUTS,
+) -> str:
+    """Temp table ``into``: everything the ladder and a lesson need, for eligible cases with an outcome
+    (matured or not), with ``matured``, ``reflected_before``, ``classification`` and ``trainable``."""
+    reflected = _REFLECTED_BEFORE if table_exists(con, "main.role_reflections") else "false"
+    sql = INPUTS_SQL.format(into=into, reflected_before=reflected, classified=classified("inputs"))
+    con.register("_tm_roles", registry)
+    try:
+        con.execute(sql, [as_of, case_id])
+    finally:
+        con.unregister("_tm_roles")
+    return into
+
+
+@dataclass(frozen=True)
+class ReflectionBatch:
+    table: str  # temp table of the new reflections (REFLECTIONS_SCHEMA columns)
+    immature: int  # eligible cases with an outcome that have not matured yet
+    already_reflected: int  # matured cases whose primary run was reflected before
+
+
+# reflection_id: "rr_" + the first 16 hex digits of sha256("<case_id>|<run_id>|<reflected_at ISO-8601>")
+BATCH_SQL = """
+CREATE OR REPLACE TEMP TABLE {into} AS
+SELECT 'rr_' || left(sha256(i.case_id || '|' || i.run_id || '|' || $2), 16) AS reflection_id,
+       i.case_id, i.role_id, i.run_id, i.classification, i.trainable, l.lesson,
+       coalesce(l.reflector, '{deterministic}') AS reflector, $1::TIMESTAMPTZ AS reflected_at
+FROM {inputs} i
+LEFT JOIN _tm_lessons l ON l.case_id = i.case_id
+WHERE {todo}
+"""
+_LESSONS_SCHEMA = {"case_id": pl.String, "lesson": pl.String, "reflector": pl.String}
+
+# The trainable rows of a batch with their run's numbers, as the reflector gets them.
+TRAINABLE_ROWS_SQL = """
+SELECT i.*, ex.value AS excess_return, vol.value AS volatility,
+       i.noise_k * vol.value * sqrt(i.horizon_days) AS noise_band
+FROM {inputs} i
+LEFT JOIN main.evaluation_components ex ON ex.run_id = i.run_id AND ex.component = 'excess_return'
+LEFT JOIN main.evaluation_components vol ON vol.run_id = i.run_id AND vol.component = 'volatility'
+WHERE {todo} AND i.trainable
+ORDER BY i.role_id, i.case_id
+"""
+
+
+def reflect(
+    con: duckdb.DuckDBPyConnection,
+    inputs: str,
+    as_of: datetime,
+    reflector: Reflector,
+    *,
+    force: bool = False,
+    into: str = REFLECTION_BATCH,
+) -> ReflectionBatch:
+    """Reflect matured cases of ``inputs`` not yet reflected for their primary run (``force``: anyway).
+
+    Only the trainable rows come into Polars, for the reflector's lesson; the batch is temp table ``into``.
+    """
+    todo = "i.matured" if force else "i.matured AND NOT i.reflected_before"
+    trainable = read_frame(con, TRAINABLE_ROWS_SQL.format(inputs=inputs, todo=todo))
+    lessons = reflector.write_lessons(trainable) if trainable.height else pl.DataFrame(schema=_LESSONS_SCHEMA)
+    lessons = lessons.select("case_id", truncate_lesson(pl.col("lesson")).alias("lesson"), "reflector")
+    con.register("_tm_lessons", lessons)
+    try:
+        con.execute(
+            BATCH_SQL.format(into=into, inputs=inputs, todo=todo, deterministic=DETERMINISTIC),
+            [as_of, as_of.isoformat()],
+        )
+    finally:
+        con.unregister("_tm_lessons")
+    immature, already = con.execute(
+        f"SELECT count(*) FILTER (WHERE NOT matured), count(*) FILTER (WHERE matured AND reflected_before) "
+        f"FROM {inputs}"
+    ).fetchall()[0]
+    return ReflectionBatch(table=into, immature=immature, already_reflected=0 if force else already)
+
+
+# --- role statistics (SPEC section 7) ------------------------------------------------------------
+
+ROLE_STATS_SCHEMA = pl.Schema(
+    {
+        "role_id": pl.String(),
+        "declared": pl.Boolean(),
+        "cases": pl.Int64(),
+        "eligible": pl.Int64(),
+        "pending": pl.Int64(),
+        "ineligible": pl.Int64(),
+        "quarantined": pl.Int64(),
+        "reflected": pl.Int64(),
+        "variance": pl.Int64(),
+        "exogenous": pl.Int64(),
+        "missing_data": pl.Int64(),
+        "logic_error": pl.Int64(),
+        "sound": pl.Int64(),
+        "scored": pl.Int64(),
+        "wins": pl.Int64(),
+        "losses": pl.Int64(),
+        "flats": pl.Int64(),
+        "win_rate": pl.Float64(),
+        "mean_excess_return": pl.Float64(),
+    }
+)
+
+# Scores come only from the primary, complete evaluation run of scoring-eligible cases; nothing
+# else (legacy scores, migrated_role_cases, non-primary versions) is ever read here.
+ROLE_STATS_SQL = """
+WITH latest AS (  -- the newest reflection (at as_of) of each scoring-eligible case's current primary run
+    SELECT rc.role_id, arg_max(rr.classification, (rr.reflected_at, rr.reflection_id)) AS classification
+    FROM main.role_reflections rr
+    JOIN main.role_cases rc ON rc.case_id = rr.case_id AND rc.primary_run_id = rr.run_id
+    WHERE rr.reflected_at <= $1 AND rc.scoring_eligible
+    GROUP BY rr.case_id, rc.role_id
+),
+cases AS (
+    SELECT role_id,
+           count(case_id) AS cases,
+           count(case_id) FILTER (WHERE status = 'eligible') AS eligible,
+           count(case_id) FILTER (WHERE status = 'pending') AS pending,
+           count(case_id) FILTER (WHERE status = 'ineligible') AS ineligible,
+           count(case_id) FILTER (WHERE status = 'quarantined') AS quarantined
+    FROM main.role_cases GROUP BY role_id
+),
+reflected AS (
+    SELECT role_id,
+           count(*) AS reflected,
+           count(*) FILTER (WHERE classification = 'variance') AS variance,
+           count(*) FILTER (WHERE classification = 'exogenous') AS exogenous,
+           count(*) FILTER (WHERE classification = 'missing_data') AS missing_data,
+           count(*) FILTER (WHERE classification = 'logic_error') AS logic_error,
+           count(*) FILTER (WHERE classification = 'sound') AS sound
+    FROM latest GROUP BY role_id
+),
+scored AS (
+    SELECT rc.role_id,
+           count(*) AS scored,
+           count(*) FILTER (WHERE rc.outcome = 'win') AS wins,
+           count(*) FILTER (WHERE rc.outcome = 'loss') AS losses,
+           count(*) FILTER (WHERE rc.outcome = 'flat') AS flats,
+           -- summed in a fixed order (the stored order of the cases): the same mean run after run
+           avg(ex.value ORDER BY rc.symbol, rc.case_id) AS mean_excess_return
+    FROM main.role_cases rc
+    JOIN main.evaluation_runs r ON r.run_id = rc.primary_run_id AND r.is_primary AND r.status = 'complete'
+    JOIN main.evaluation_components ex ON ex.run_id = r.run_id AND ex.component = 'excess_return'
+    WHERE rc.scoring_eligible AND ex.value IS NOT NULL AND rc.outcome IS NOT NULL
+    GROUP BY rc.role_id
+),
+role_ids AS (
+    SELECT role_id FROM _tm_roles UNION SELECT role_id FROM main.role_cases
+)
+SELECT ri.role_id,
+       ri.role_id IN (SELECT role_id FROM _tm_roles) AS declared,
+       coalesce(c.cases, 0) AS cases,
+       coalesce(c.eligible, 0) AS eligible,
+       coalesce(c.pending, 0) AS pending,
+       coalesce(c.ineligible, 0) AS ineligible,
+       coalesce(c.quarantined, 0) AS quarantined,
+       coalesce(l.reflected, 0) AS reflected,
+       coalesce(l.variance, 0) AS variance,
+       coalesce(l.exogenous, 0) AS exogenous,
+       coalesce(l.missing_data, 0) AS missing_data,
+       coalesce(l.logic_error, 0) AS logic_error,
+       coalesce(l.sound, 0) AS sound,
+       coalesce(s.scored, 0) AS scored,
+       coalesce(s.wins, 0) AS wins,
+       coalesce(s.losses, 0) AS losses,
+       coalesce(s.flats, 0) AS flats,
+       CASE WHEN s.scored > 0 THEN s.wins / s.scored END AS win_rate,
+       s.mean_excess_return
+FROM role_ids ri
+LEFT JOIN cases c ON c.role_id = ri.role_id
+LEFT JOIN reflected l ON l.role_id = ri.role_id
+LEFT JOIN scored s ON s.role_id = ri.role_id
+ORDER BY ri.role_id
+"""
+
+
+def role_stats(con: duckdb.DuckDBPyConnection, registry: pl.DataFrame, as_of: datetime) -> pl.DataFrame:
+    """Per role: case counts by status and by classification, win rate and mean excess return."""
+    con.register("_tm_roles", registry.select("role_id"))
+    try:
+        frame = read_frame(con, ROLE_STATS_SQL, [as_of])
+    finally:
+        con.unregister("_tm_roles")
+    return frame.cast(ROLE_STATS_SCHEMA)  # type: ignore[arg-type]
+
+
+# --- manual reflection of one case (tradingmem reflect CASE_ID) ---------------------------------
+
+
+class ReflectionRefused(ValueError):
+    """The case cannot be reflected (unknown, not eligible, not matured); the message says why."""
+
+
+def reflect_case(
+    con: duckdb.DuckDBPyConnection,
+    registry: pl.DataFrame,
+    case_id: str,
+    as_of: datetime,
+    reflector: Reflector,
+) -> pl.DataFrame:
+    """Re-run the reflector for one eligible, matured case; the one-row batch is not written yet."""
+    if not table_exists(con, "main.role_cases"):
+        raise ReflectionRefused("main.role_cases does not exist yet: materialize role_cases first")
+    found = con.execute("SELECT status, reasons FROM main.role_cases WHERE case_id = ?", [case_id]).fetchall()
+    if not found:
+        raise ReflectionRefused(f"no role case {case_id!r}")
+    status, reasons = found[0]
+    if status != "eligible":
+        raise ReflectionRefused(
+            f"case {case_id} is {status} ({', '.join(reasons)}): only scoring-eligible cases are reflected"
+        )
+    inputs = reflection_inputs(con, registry, as_of, case_id)
+    found = con.execute(f"SELECT matured, matures_at FROM {inputs}").fetchall()
+    if not found:
+        raise ReflectionRefused(f"case {case_id} has no complete primary evaluation run to reflect on")
+    matured, matures = found[0]
+    if not matured:
+        raise ReflectionRefused(
+            f"case {case_id} has not matured yet: it matures at {matures} (as_of {as_of})"
+        )
+    batch = reflect(con, inputs, as_of, reflector, force=True)
+    return read_frame(con, f"SELECT * FROM {batch.table}").cast(REFLECTIONS_SCHEMA)  # type: ignore[arg-type]
+
+
+def record_reflections(con: duckdb.DuckDBPyConnection, rows: pl.DataFrame | str) -> int:
+    """Append reflections whose id is not stored yet (a repeat at the same as_of records nothing).
+
+    ``rows``: a frame, or the name of a table such as ``ReflectionBatch.table`` (``REFLECTIONS_SCHEMA``
+    columns). The recall index is rebuilt in the same transaction, so recall sees the new reflections
+    at once.
+    """
+    source = rows if isinstance(rows, str) else "_tm_new_reflections"
+    if not isinstance(rows, str):
+        con.register(source, rows)
+    columns = REFLECTIONS_SCHEMA.names()
+    try:
+        with transaction(con):
+            ensure_table(con, "main.role_reflections", pl.DataFrame(schema=REFLECTIONS_SCHEMA))
+            appended = con.execute(
+                f"INSERT INTO main.role_reflections ({', '.join(columns)}) "
+                f"SELECT {', '.join(f'n.{c}' for c in columns)} FROM {source} n "
+                "ANTI JOIN main.role_reflections r ON r.reflection_id = n.reflection_id "
+                "ORDER BY n.role_id, n.case_id, n.reflection_id"
+            ).fetchall()[0][0]
+            if appended or not table_exists(con, RECALL_INDEX):
+                rebuild_recall_index(con)
+    finally:
+        if not isinstance(rows, str):
+            con.unregister(source)
+    return appended

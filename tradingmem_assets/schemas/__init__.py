@@ -1,1 +1,0 @@
-"""Pandera (polars) schemas: every invariant the spec names, one module per domain."""
