@@ -7,7 +7,7 @@ import json
 import dagster as dg
 import pytest
 
-from tests.test_profile_world import (
+from tests.profile.world import (
     ALL,
     AS_OF_TS,
     BASE,

@@ -10,8 +10,8 @@ import duckdb
 import polars as pl
 import pytest
 
-from tests.test_role_memory import DOWNSTREAM, PIPELINE
-from tests.test_role_memory_world import CLOSED, Chain, band, bars, fill_price_for
+from tests.role_memory.test_admission import DOWNSTREAM, PIPELINE
+from tests.role_memory.world import CLOSED, Chain, band, bars, fill_price_for
 from tests.world import World
 from tradingmem_assets.defs.role_memory.llm_reflector import ChatClient, LLMReflector, clean_lesson
 from tradingmem_assets.defs.role_memory.reflection import (

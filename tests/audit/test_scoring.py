@@ -7,7 +7,7 @@ from datetime import timedelta
 import polars as pl
 import pytest
 
-from tests.test_audit_world import AS_OF, EXPECTED, EXPECTED_COMPOSITE, days_ago, healthy_learning_state
+from tests.audit.world import AS_OF, EXPECTED, EXPECTED_COMPOSITE, days_ago, healthy_learning_state
 from tradingmem_assets.defs.audit import scoring as s
 
 WINDOW = s.AuditWindow.ending(AS_OF, 30)

@@ -6,7 +6,7 @@ from datetime import timedelta
 import dagster as dg
 import pytest
 
-from tests.test_methodology import BUY_SUPPORT, SELL_SUPPORT, proposal
+from tests.learning.test_methodologies import BUY_SUPPORT, SELL_SUPPORT, proposal
 from tests.world import DEFS, World, ts
 from tradingmem_assets.defs.learning import LEARNING_JOB_NAMES
 from tradingmem_assets.defs.learning.candidates import dedup_key

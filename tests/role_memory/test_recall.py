@@ -6,8 +6,8 @@ from datetime import UTC, datetime
 import duckdb
 import pytest
 
-from tests.test_role_memory import DOWNSTREAM, PIPELINE
-from tests.test_role_memory_world import Chain, band, bars, fill_price_for
+from tests.role_memory.test_admission import DOWNSTREAM, PIPELINE
+from tests.role_memory.world import Chain, band, bars, fill_price_for
 from tests.world import World
 from tradingmem_assets.defs.role_memory.recall import RoleMemoryUnavailableError, require_active, search_cases
 from tradingmem_assets.settings import SETTINGS

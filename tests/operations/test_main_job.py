@@ -14,7 +14,7 @@ from tradingmem_assets.definitions import defs
 from tradingmem_assets.demo import DEMO_AS_OF
 from tradingmem_assets.runner import run_main_job
 
-REPO = Path(__file__).resolve().parent.parent
+REPO = Path(__file__).resolve().parents[2]
 SHARED_CHECKER = REPO.parent / "shared" / "contract" / "check_contract.py"
 # Tables that record runs rather than derive from inputs (SPEC section 13 excepts them).
 RUN_RECORDS = {"methodology_cron_runs", "methodology_audit_reports", "llm_usage"}

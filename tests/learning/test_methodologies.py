@@ -7,7 +7,7 @@ from datetime import timedelta
 import polars as pl
 import pytest
 
-from tests.test_wilson import reference
+from tests.lib.test_wilson import reference
 from tests.world import ts
 from tradingmem_assets.defs.learning.candidates import dedup_key, parse_candidates, resolve_candidates
 from tradingmem_assets.defs.learning.injection import scan_text, scan_texts

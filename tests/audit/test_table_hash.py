@@ -10,7 +10,7 @@ from pathlib import Path
 import duckdb
 import pytest
 
-from tests.test_audit_world import healthy_learning_state, write_learning_state
+from tests.audit.world import healthy_learning_state, write_learning_state
 from tradingmem_assets.defs.audit.table_hash import (
     LEARNING_TABLES,
     MISSING_TABLE_SHA256,
@@ -99,7 +99,7 @@ def test_the_hash_is_stable_across_processes(tmp_path):
         here = tables_sha256(con).combined
     finally:
         con.close()
-    root = Path(__file__).resolve().parents[1]
+    root = Path(__file__).resolve().parents[2]
     out = subprocess.run(
         [sys.executable, "-c", HASH_IN_SUBPROCESS, str(db)],
         capture_output=True,

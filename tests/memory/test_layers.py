@@ -9,7 +9,7 @@ import duckdb
 import polars as pl
 import pytest
 
-from tests.test_profile_world import AS_OF_TS, frame, msg, unit
+from tests.profile.world import AS_OF_TS, frame, msg, unit
 from tradingmem_assets.defs.memory import layers as memory
 
 AS_OF = AS_OF_TS

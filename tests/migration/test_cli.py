@@ -10,7 +10,7 @@ import duckdb
 
 from tests.world import World, ts
 
-REPO = Path(__file__).resolve().parents[1]
+REPO = Path(__file__).resolve().parents[2]
 DAGSTER = str(Path(sys.executable).parent / "dagster")
 SELECT = "legacy_role_memory_backup,migrated_role_cases,migration_conservation_report"
 

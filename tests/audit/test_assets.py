@@ -12,7 +12,7 @@ import duckdb
 import pytest
 from pydantic import PrivateAttr
 
-from tests.test_audit_world import EXPECTED, EXPECTED_COMPOSITE, healthy_learning_state, write_learning_state
+from tests.audit.world import EXPECTED, EXPECTED_COMPOSITE, healthy_learning_state, write_learning_state
 from tests.world import World
 from tradingmem_assets.defs.audit import assets as audit_assets
 from tradingmem_assets.defs.audit.assets import methodology_audit_reports

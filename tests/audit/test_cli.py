@@ -10,7 +10,7 @@ import duckdb
 import pytest
 from click.testing import CliRunner
 
-from tests.test_audit_world import EXPECTED_COMPOSITE, healthy_learning_state, write_learning_state
+from tests.audit.world import EXPECTED_COMPOSITE, healthy_learning_state, write_learning_state
 from tradingmem_assets.cli import main
 from tradingmem_assets.cli.audit import sparkline
 from tradingmem_assets.defs.audit.checks import AUDIT_ASSET_KEY

@@ -385,7 +385,7 @@ from pathlib import Path
 import dagster as dg
 from click.testing import CliRunner
 from tests.world import World
-from tests.test_learning import secret_world, LEARNING
+from tests.learning.test_learnings import secret_world, LEARNING
 from tradingmem_assets.cli import main
 from tradingmem_assets.defs.learning.suggest import suggest
 
@@ -405,14 +405,14 @@ with dg.instance_for_test() as instance:
 
 
 def test_learning_enabled_false_turns_off_review_writes_and_suggestions(tmp_path: Path):
-    env = {**os.environ, "LEARNING_ENABLED": "false", "PYTHONPATH": str(Path(__file__).resolve().parents[1])}
+    env = {**os.environ, "LEARNING_ENABLED": "false", "PYTHONPATH": str(Path(__file__).resolve().parents[2])}
     proc = subprocess.run(
         [sys.executable, "-c", DISABLED_SCRIPT, str(tmp_path)],
         env=env,
         capture_output=True,
         text=True,
         timeout=120,
-        cwd=Path(__file__).resolve().parents[1],
+        cwd=Path(__file__).resolve().parents[2],
     )
     assert proc.returncode == 0, proc.stderr[-2000:]
     got = json.loads(proc.stdout.strip().splitlines()[-1])

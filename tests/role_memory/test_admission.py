@@ -7,7 +7,7 @@ import duckdb
 import polars as pl
 import pytest
 
-from tests.test_role_memory_world import AS_OF, EXECUTED, Chain, band, fill_price_for, load_runs
+from tests.role_memory.world import AS_OF, EXECUTED, Chain, band, fill_price_for, load_runs
 from tests.world import World
 from tradingmem_assets.defs.role_memory.admission import (
     ROLE_CASES_SCHEMA,

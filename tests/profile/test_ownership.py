@@ -8,7 +8,7 @@ from datetime import timedelta
 import polars as pl
 import pytest
 
-from tests.test_profile_world import AS_OF_TS, customer, frame, txn, unit
+from tests.profile.world import AS_OF_TS, customer, frame, txn, unit
 from tradingmem_assets.defs.memory import layers as memory
 from tradingmem_assets.defs.profile import invariants as schemas
 from tradingmem_assets.defs.profile import ownership as profile
@@ -19,7 +19,7 @@ AS_OF = AS_OF_TS
 
 
 def q(aid: str, cid: str, level: str, when: str) -> dict:
-    from tests.test_profile_world import ts
+    from tests.profile.world import ts
 
     return {"assessment_id": aid, "customer_id": cid, "investor_type": level, "assessed_at": ts(when)}
 

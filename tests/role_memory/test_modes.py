@@ -10,16 +10,16 @@ from pathlib import Path
 
 import pytest
 
-from tests.test_role_memory_reflection import FakeLLM
+from tests.role_memory.test_reflection import FakeLLM
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 
 MATERIALIZE = """
 import json, pathlib, sys
 import dagster as dg
 import duckdb
-from tests.test_role_memory import PIPELINE
-from tests.test_role_memory_world import Chain, band, fill_price_for
+from tests.role_memory.test_admission import PIPELINE
+from tests.role_memory.world import Chain, band, fill_price_for
 from tests.world import World
 from tradingmem_assets.defs.role_memory import assets
 

@@ -32,7 +32,7 @@ from tradingmem_assets.demo import (
 )
 
 SCALE = 0.002
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 # SPEC section 2, written out here independently of the module under test
 SPEC_COLUMNS = {
     "trading_decisions": "decision_id role_id skill_id symbol direction account_id market scenario "
