@@ -40,9 +40,13 @@ class World:
         for old in (self.landing / f"{table}.parquet", self.landing / f"{table}.csv"):
             old.unlink(missing_ok=True)
         schema = spec.polars_schema()
-        frame = pl.DataFrame(
-            [{c: r.get(c) for c in spec.column_names} for r in rows], schema=schema, orient="row"
-        ) if rows else spec.empty()
+        frame = (
+            pl.DataFrame(
+                [{c: r.get(c) for c in spec.column_names} for r in rows], schema=schema, orient="row"
+            )
+            if rows
+            else spec.empty()
+        )
         path = self.landing / f"{table}.{fmt}"
         if fmt == "parquet":
             frame.write_parquet(path)

@@ -17,8 +17,7 @@ import tempfile
 import time
 from collections.abc import Callable
 from pathlib import Path
-
-import dagster as dg
+from typing import Any
 
 
 def _peak_rss_mb() -> float:
@@ -28,9 +27,9 @@ def _peak_rss_mb() -> float:
 
 def run_once(landing_dir: Path, database: Path, as_of: str) -> dict:
     """One repetition inside this process: the main job, then the probes of the other targets."""
-    from tradingmem_assets.runner import run_main_job
+    from tradingmem_assets.defs.operations.runs import run_main_job, scratch_instance
 
-    with dg.instance_for_test() as instance:
+    with scratch_instance() as instance:
         report = run_main_job(instance, database=str(database), landing_dir=str(landing_dir), as_of=as_of)
         out: dict = {
             "success": report.success,
@@ -47,7 +46,7 @@ def run_once(landing_dir: Path, database: Path, as_of: str) -> dict:
     return out
 
 
-PROBES: dict[str, Callable[[dg.DagsterInstance, Path, Path, str], dict]] = {}
+PROBES: dict[str, Callable[[Any, Path, Path, str], dict]] = {}
 
 
 def probe(name: str):
@@ -75,8 +74,15 @@ def benchmark(
         database.parent.mkdir(parents=True, exist_ok=True)
         say(f"repetition {i + 1}/{repeats}")
         proc = subprocess.run(
-            [sys.executable, "-m", "tradingmem_assets.benchmark", "--one", str(landing), str(database),
-             DEMO_AS_OF.isoformat()],
+            [
+                sys.executable,
+                "-m",
+                "tradingmem_assets.benchmark",
+                "--one",
+                str(landing),
+                str(database),
+                DEMO_AS_OF.isoformat(),
+            ],
             capture_output=True,
             text=True,
         )
@@ -121,12 +127,15 @@ def format_report(report: dict) -> str:
 
 
 @probe("audit")
-def _audit_pass(instance: dg.DagsterInstance, database: Path, landing_dir: Path, as_of: str) -> dict:
+def _audit_pass(instance: Any, database: Path, landing_dir: Path, as_of: str) -> dict:
     """One methodology audit pass (both table hashes included) on the run's warehouse."""
-    from tradingmem_assets.runner import run_main_job
+    from tradingmem_assets.defs.operations.runs import run_main_job
 
     report = run_main_job(
-        instance, database=str(database), landing_dir=str(landing_dir), as_of=as_of,
+        instance,
+        database=str(database),
+        landing_dir=str(landing_dir),
+        as_of=as_of,
         job_name="methodology_audit_job",
     )
     if not report.success:
@@ -135,16 +144,25 @@ def _audit_pass(instance: dg.DagsterInstance, database: Path, landing_dir: Path,
 
 
 @probe("recall")
-def _recall_latency(instance: dg.DagsterInstance, database: Path, landing_dir: Path, as_of: str) -> dict:
+def _recall_latency(instance: Any, database: Path, landing_dir: Path, as_of: str) -> dict:
     """Median and p95 latency of recall queries (role filter, with and without a symbol filter)."""
     from tradingmem_assets.defs.role_memory.recall import search_cases
     from tradingmem_assets.lib.warehouse import connection
 
-    queries = ["trend confirmed by volume", "valuation too rich", "earnings surprise drift", "funding flipped",
-               "rate differential priced in"]
+    queries = [
+        "trend confirmed by volume",
+        "valuation too rich",
+        "earnings surprise drift",
+        "funding flipped",
+        "rate differential priced in",
+    ]
     with connection(database, read_only=True) as con:
-        roles = [r for (r,) in con.execute("SELECT DISTINCT role_id FROM main.role_cases ORDER BY 1").fetchall()]
-        symbols = [s for (s,) in con.execute("SELECT DISTINCT symbol FROM main.role_cases ORDER BY 1").fetchall()]
+        roles = [
+            r for (r,) in con.execute("SELECT DISTINCT role_id FROM main.role_cases ORDER BY 1").fetchall()
+        ]
+        symbols = [
+            s for (s,) in con.execute("SELECT DISTINCT symbol FROM main.role_cases ORDER BY 1").fetchall()
+        ]
         search_cases(con, roles[0], queries[0])  # warm-up: imports and first plan
         timings, hits = [], 0
         for i in range(60):

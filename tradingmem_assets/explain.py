@@ -12,6 +12,7 @@ from collections.abc import Sequence
 
 import duckdb
 
+from tradingmem_assets.lib import tables
 from tradingmem_assets.lib.warehouse import table_exists
 
 KINDS = ("decision", "case", "lesson", "run", "methodology", "learning", "profile")
@@ -36,34 +37,38 @@ def _one(con, table: str, key: str, value: str) -> dict | None:
 
 
 def _trade_chain(con: duckdb.DuckDBPyConnection, decision_id: str, execution_id: str | None) -> dict:
-    chain: dict = {"decision": _one(con, "raw.trading_decisions", "decision_id", decision_id)}
+    chain: dict = {"decision": _one(con, tables.raw_table("trading_decisions"), "decision_id", decision_id)}
     if execution_id:
-        chain["execution"] = _one(con, "raw.trade_executions", "execution_id", execution_id)
+        chain["execution"] = _one(con, tables.raw_table("trade_executions"), "execution_id", execution_id)
         chain["fills"] = _rows(
-            con, "raw.trade_fills", "SELECT * FROM raw.trade_fills WHERE execution_id = ? ORDER BY filled_at, fill_id",
+            con,
+            tables.raw_table("trade_fills"),
+            "SELECT * FROM raw.trade_fills WHERE execution_id = ? ORDER BY filled_at, fill_id",
             [execution_id],
         )
         chain["positions"] = _rows(
-            con, "raw.position_lifecycles", "SELECT * FROM raw.position_lifecycles WHERE execution_id = ?",
+            con,
+            tables.raw_table("position_lifecycles"),
+            "SELECT * FROM raw.position_lifecycles WHERE execution_id = ?",
             [execution_id],
         )
     chain["preview_consumptions"] = _rows(
         con,
-        "raw.preview_consumptions",
+        tables.raw_table("preview_consumptions"),
         "SELECT c.* FROM raw.preview_consumptions c JOIN raw.trading_decisions d ON d.preview_id = c.preview_id "
         "WHERE d.decision_id = ? ORDER BY c.consumed_at",
         [decision_id],
     )
     runs = _rows(
         con,
-        "main.evaluation_runs",
+        tables.EVALUATION_RUNS,
         "SELECT * FROM main.evaluation_runs WHERE decision_id = ? ORDER BY profile_id, run_version",
         [decision_id],
     )
     for run in runs:
         run["components"] = _rows(
             con,
-            "main.evaluation_components",
+            tables.EVALUATION_COMPONENTS,
             "SELECT component, value, quality_flag FROM main.evaluation_components WHERE run_id = ? ORDER BY component",
             [run["run_id"]],
         )
@@ -75,22 +80,29 @@ def explain(con: duckdb.DuckDBPyConnection, kind: str, ident: str) -> dict:
     if kind not in KINDS:
         raise ValueError(f"unknown kind {kind!r}: use one of {', '.join(KINDS)}")
     if kind == "run":
-        run = _one(con, "main.evaluation_runs", "run_id", ident)
+        run = _one(con, tables.EVALUATION_RUNS, "run_id", ident)
         if run is None:
             raise NotFound(f"no evaluation run {ident}")
-        return {"kind": kind, "id": ident, "run": run, **_trade_chain(con, run["decision_id"], run["execution_id"])}
+        return {
+            "kind": kind,
+            "id": ident,
+            "run": run,
+            **_trade_chain(con, run["decision_id"], run["execution_id"]),
+        }
     if kind in ("case", "lesson", "decision"):
         key = "decision_id" if kind == "decision" else "case_id"
-        case = _one(con, "main.role_cases", key, ident)
+        case = _one(con, tables.ROLE_CASES, key, ident)
         if case is None and kind == "decision":
-            if _one(con, "raw.trading_decisions", "decision_id", ident) is None:
+            if _one(con, tables.raw_table("trading_decisions"), "decision_id", ident) is None:
                 raise NotFound(f"no decision {ident}")
             return {"kind": kind, "id": ident, **_trade_chain(con, ident, None)}
         if case is None:
             raise NotFound(f"no role case {ident}")
         reflections = _rows(
-            con, "main.role_reflections",
-            "SELECT * FROM main.role_reflections WHERE case_id = ? ORDER BY reflected_at", [case["case_id"]],
+            con,
+            tables.ROLE_REFLECTIONS,
+            "SELECT * FROM main.role_reflections WHERE case_id = ? ORDER BY reflected_at",
+            [case["case_id"]],
         )
         if kind == "lesson" and not reflections:
             raise NotFound(f"case {ident} has no reflection (lesson) yet")
@@ -102,12 +114,14 @@ def explain(con: duckdb.DuckDBPyConnection, kind: str, ident: str) -> dict:
             **_trade_chain(con, case["decision_id"], case["execution_id"]),
         }
     if kind == "methodology":
-        methodology = _one(con, "main.methodologies", "methodology_id", ident)
+        methodology = _one(con, tables.METHODOLOGIES, "methodology_id", ident)
         if methodology is None:
             raise NotFound(f"no methodology {ident}")
         cases = _rows(
-            con, "main.methodology_cases",
-            "SELECT * FROM main.methodology_cases WHERE methodology_id = ? ORDER BY recorded_at", [ident],
+            con,
+            tables.METHODOLOGY_CASES,
+            "SELECT * FROM main.methodology_cases WHERE methodology_id = ? ORDER BY recorded_at",
+            [ident],
         )
         run_ids = sorted({c["run_id"] for c in cases})
         return {
@@ -115,27 +129,33 @@ def explain(con: duckdb.DuckDBPyConnection, kind: str, ident: str) -> dict:
             "id": ident,
             "methodology": methodology,
             "lifecycle_events": _rows(
-                con, "main.methodology_lifecycle_events",
+                con,
+                tables.METHODOLOGY_LIFECYCLE_EVENTS,
                 "SELECT * FROM main.methodology_lifecycle_events WHERE methodology_id = ? ORDER BY ts, event_id",
                 [ident],
             ),
             "outcomes": cases,
             "institution_reflections": _rows(
-                con, "main.institution_reflections",
-                "SELECT * FROM main.institution_reflections WHERE list_contains(?, run_id) ORDER BY run_id, \"window\"",
+                con,
+                tables.INSTITUTION_REFLECTIONS,
+                'SELECT * FROM main.institution_reflections WHERE list_contains(?, run_id) ORDER BY run_id, "window"',
                 [run_ids],
             ),
             "institution_runs": _rows(
-                con, "raw.institution_runs",
-                "SELECT * FROM raw.institution_runs WHERE list_contains(?, run_id) ORDER BY started_at", [run_ids],
+                con,
+                tables.raw_table("institution_runs"),
+                "SELECT * FROM raw.institution_runs WHERE list_contains(?, run_id) ORDER BY started_at",
+                [run_ids],
             ),
             "injections": _rows(
-                con, "main.methodology_case_hints",
-                "SELECT * FROM main.methodology_case_hints WHERE methodology_id = ?", [ident],
+                con,
+                tables.METHODOLOGY_CASE_HINTS,
+                "SELECT * FROM main.methodology_case_hints WHERE methodology_id = ?",
+                [ident],
             ),
         }
     if kind == "learning":
-        learning = _one(con, "main.learnings", "learning_id", ident)
+        learning = _one(con, tables.LEARNINGS, "learning_id", ident)
         if learning is None:
             raise NotFound(f"no learning {ident}")
         return {
@@ -143,11 +163,13 @@ def explain(con: duckdb.DuckDBPyConnection, kind: str, ident: str) -> dict:
             "id": ident,
             "learning": learning,
             "feedback": _rows(
-                con, "raw.learning_feedback",
-                "SELECT * FROM raw.learning_feedback WHERE learning_id = ? ORDER BY ts", [ident],
+                con,
+                tables.raw_table("learning_feedback"),
+                "SELECT * FROM raw.learning_feedback WHERE learning_id = ? ORDER BY ts",
+                [ident],
             ),
         }
-    profile = _one(con, "main.fin_customer_profile", "customer_id", ident)
+    profile = _one(con, tables.FIN_CUSTOMER_PROFILE, "customer_id", ident)
     if profile is None:
         raise NotFound(f"no customer profile {ident}")
     return {
@@ -155,8 +177,10 @@ def explain(con: duckdb.DuckDBPyConnection, kind: str, ident: str) -> dict:
         "id": ident,
         "profile": profile,
         "snapshots": _rows(
-            con, "main.profile_snapshots",
+            con,
+            tables.PROFILE_SNAPSHOTS,
             "SELECT snapshot_id, version, snapshot_hash, is_current, created_at FROM main.profile_snapshots "
-            "WHERE customer_id = ? ORDER BY version", [ident],
+            "WHERE customer_id = ? ORDER BY version",
+            [ident],
         ),
     }

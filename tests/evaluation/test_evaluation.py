@@ -28,7 +28,7 @@ def goog_bars() -> pl.DataFrame:
     frame = pl.read_csv(str(path)).rename({"": "date"})
     return frame.select(
         pl.lit("GOOG").alias("symbol"),
-        (pl.col("date").str.to_date() .cast(pl.Datetime("us")) + pl.duration(hours=21))
+        (pl.col("date").str.to_date().cast(pl.Datetime("us")) + pl.duration(hours=21))
         .dt.replace_time_zone("UTC")
         .alias("ts"),
         pl.col("Open").alias("open"),
@@ -48,7 +48,17 @@ def bench_bars(start: str = "2011-01-01", days: int = 900) -> list[dict]:
         d = t + timedelta(days=i)
         if d.weekday() < 5:
             price *= 1.001
-            out.append({"symbol": "MKTIDX", "ts": d, "open": price, "high": price, "low": price, "close": price, "volume": 1.0})
+            out.append(
+                {
+                    "symbol": "MKTIDX",
+                    "ts": d,
+                    "open": price,
+                    "high": price,
+                    "low": price,
+                    "close": price,
+                    "volume": 1.0,
+                }
+            )
     return out
 
 
@@ -67,32 +77,69 @@ def trade_world(world: World, *, direction: str = "long", decided: str = "2012-0
         "trading_decisions",
         [
             {
-                "decision_id": "d1", "role_id": "valuation", "skill_id": "equity_research", "symbol": "GOOG",
-                "direction": direction, "account_id": "a1", "market": "spot", "decision_text": "buy GOOG cheap",
-                "evidence": '["fundamentals","price_history"]', "preview_id": "p1", "decided_at": ts(decided),
+                "decision_id": "d1",
+                "role_id": "valuation",
+                "skill_id": "equity_research",
+                "symbol": "GOOG",
+                "direction": direction,
+                "account_id": "a1",
+                "market": "spot",
+                "decision_text": "buy GOOG cheap",
+                "evidence": '["fundamentals","price_history"]',
+                "preview_id": "p1",
+                "decided_at": ts(decided),
             }
         ],
     )
     world.write("trade_previews", [{"preview_id": "p1", "decision_id": "d1", "created_at": ts(decided)}])
     world.write(
         "preview_consumptions",
-        [{"consumption_id": "c1", "preview_id": "p1", "execution_id": "e1", "consumed_at": ts("2012-06-01 14:30")}],
+        [
+            {
+                "consumption_id": "c1",
+                "preview_id": "p1",
+                "execution_id": "e1",
+                "consumed_at": ts("2012-06-01 14:30"),
+            }
+        ],
     )
     world.write(
         "trade_executions",
         [
             {
-                "execution_id": "e1", "decision_id": "d1", "preview_id": "p1", "symbol": "GOOG", "direction": direction,
-                "account_id": "a1", "market": "spot", "source": "manual_agent", "source_verified": True,
-                "automation_flag": False, "executed_at": ts("2012-06-01 14:30"),
+                "execution_id": "e1",
+                "decision_id": "d1",
+                "preview_id": "p1",
+                "symbol": "GOOG",
+                "direction": direction,
+                "account_id": "a1",
+                "market": "spot",
+                "source": "manual_agent",
+                "source_verified": True,
+                "automation_flag": False,
+                "executed_at": ts("2012-06-01 14:30"),
             }
         ],
     )
     world.write(
         "trade_fills",
         [
-            {"fill_id": "f1", "execution_id": "e1", "qty": 10.0, "price": 570.0, "fee": 1.0, "filled_at": ts("2012-06-01 14:30")},
-            {"fill_id": "f2", "execution_id": "e1", "qty": 30.0, "price": 572.0, "fee": 1.0, "filled_at": ts("2012-06-01 14:31")},
+            {
+                "fill_id": "f1",
+                "execution_id": "e1",
+                "qty": 10.0,
+                "price": 570.0,
+                "fee": 1.0,
+                "filled_at": ts("2012-06-01 14:30"),
+            },
+            {
+                "fill_id": "f2",
+                "execution_id": "e1",
+                "qty": 30.0,
+                "price": 572.0,
+                "fee": 1.0,
+                "filled_at": ts("2012-06-01 14:31"),
+            },
         ],
     )
     world.write("evaluation_promotions", [])
@@ -165,7 +212,10 @@ def test_volatility_never_reads_bars_at_or_after_the_decision(world: World):
     before = components(world, run_id_for("d1", "abs_7d", 1))["volatility"][0]
     # a wild price on the decision day itself (after decided_at) must not move the volatility
     bars = goog_bars().with_columns(
-        pl.when(pl.col("ts") == ts("2012-06-01 21:00")).then(pl.col("close") * 3).otherwise(pl.col("close")).alias("close")
+        pl.when(pl.col("ts") == ts("2012-06-01 21:00"))
+        .then(pl.col("close") * 3)
+        .otherwise(pl.col("close"))
+        .alias("close")
     )
     world.write("price_bars", bars.to_dicts() + bench_bars())
     world.materialize(LANDING + EVAL)
@@ -182,17 +232,24 @@ def test_price_correction_appends_a_version_and_unchanged_inputs_append_nothing(
 
     world.materialize(LANDING + EVAL)  # same inputs, same as_of
     assert world.query("SELECT * FROM evaluation_runs ORDER BY run_id").equals(first)
-    assert world.query("SELECT * FROM evaluation_components ORDER BY run_id, component").equals(first_components)
+    assert world.query("SELECT * FROM evaluation_components ORDER BY run_id, component").equals(
+        first_components
+    )
 
     # correct the 2012-06-07 close: every run whose window reads it gets version 2
     bars = goog_bars().with_columns(
-        pl.when(pl.col("ts") == ts("2012-06-07 21:00")).then(pl.col("close") + 1).otherwise(pl.col("close")).alias("close")
+        pl.when(pl.col("ts") == ts("2012-06-07 21:00"))
+        .then(pl.col("close") + 1)
+        .otherwise(pl.col("close"))
+        .alias("close")
     )
     world.write("price_bars", bars.to_dicts() + bench_bars())
     world.materialize(LANDING + EVAL)
     runs = world.query("SELECT * FROM evaluation_runs ORDER BY profile_id, run_version")
     assert runs.filter(pl.col("run_version") == 2).get_column("profile_id").sort().to_list() == [
-        "abs_30d", "abs_7d", "rel_mktidx_7d"
+        "abs_30d",
+        "abs_7d",
+        "rel_mktidx_7d",
     ]
     # version 1 rows are untouched (append-only) and stay primary: a correction needs a promotion
     v1 = runs.filter(pl.col("run_version") == 1).sort("run_id")
@@ -207,8 +264,15 @@ def test_explicit_promotion_moves_primary_and_only_one_run_is_primary(world: Wor
     trade_world(world)
     world.write(
         "evaluation_promotions",
-        [{"decision_id": "d1", "profile_id": "rel_mktidx_7d", "run_version": 1,
-          "promoted_at": ts("2013-01-01"), "promoted_by": "risk_ops"}],
+        [
+            {
+                "decision_id": "d1",
+                "profile_id": "rel_mktidx_7d",
+                "run_version": 1,
+                "promoted_at": ts("2013-01-01"),
+                "promoted_by": "risk_ops",
+            }
+        ],
     )
     world.materialize(LANDING + EVAL)
     primary = world.rows("SELECT profile_id, run_version, promoted_at FROM evaluation_runs WHERE is_primary")
@@ -219,8 +283,15 @@ def test_promotion_after_as_of_is_not_yet_visible(world: World):
     trade_world(world)
     world.write(
         "evaluation_promotions",
-        [{"decision_id": "d1", "profile_id": "abs_30d", "run_version": 1,
-          "promoted_at": ts("2030-01-01"), "promoted_by": "risk_ops"}],
+        [
+            {
+                "decision_id": "d1",
+                "profile_id": "abs_30d",
+                "run_version": 1,
+                "promoted_at": ts("2030-01-01"),
+                "promoted_by": "risk_ops",
+            }
+        ],
     )
     world.materialize(LANDING + EVAL)
     assert world.rows("SELECT profile_id FROM evaluation_runs WHERE is_primary") == [("abs_7d",)]
@@ -238,7 +309,9 @@ def test_open_window_is_pending_then_settles_as_a_new_primary_version(world: Wor
     assert world.rows("SELECT count(*) FROM evaluation_runs")[0][0] == 3
 
     world.materialize(LANDING + EVAL, as_of="2012-06-09T00:00:00Z")  # 7-day windows closed
-    got = world.query("SELECT profile_id, run_version, status, is_primary FROM evaluation_runs ORDER BY profile_id, run_version")
+    got = world.query(
+        "SELECT profile_id, run_version, status, is_primary FROM evaluation_runs ORDER BY profile_id, run_version"
+    )
     abs7 = got.filter(pl.col("profile_id") == "abs_7d")
     assert abs7.rows() == [("abs_7d", 1, "pending", False), ("abs_7d", 2, "complete", True)]
     assert got.filter(pl.col("profile_id") == "abs_30d").get_column("status").to_list() == ["pending"]
@@ -246,13 +319,13 @@ def test_open_window_is_pending_then_settles_as_a_new_primary_version(world: Wor
 
 def test_low_coverage_is_insufficient_data(world: World):
     trade_world(world)
-    bars = goog_bars().filter(
-        ~pl.col("ts").is_between(ts("2012-06-04 00:00"), ts("2012-06-06 23:00"))
-    )
+    bars = goog_bars().filter(~pl.col("ts").is_between(ts("2012-06-04 00:00"), ts("2012-06-06 23:00")))
     world.write("price_bars", bars.to_dicts() + bench_bars())
     world.materialize(LANDING + EVAL)
     run = run_id_for("d1", "abs_7d", 1)
-    assert world.rows("SELECT status FROM evaluation_runs WHERE run_id = ?", [run]) == [("insufficient_data",)]
+    assert world.rows("SELECT status FROM evaluation_runs WHERE run_id = ?", [run]) == [
+        ("insufficient_data",)
+    ]
     got = components(world, run)
     assert got["coverage"] == (pytest.approx(2 / 5), "below_min_coverage")
     assert got["missing_bars"] == (3.0, "missing")

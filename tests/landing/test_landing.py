@@ -7,9 +7,18 @@ import pytest
 from tests.world import World, ts
 
 DECISION = {
-    "decision_id": "d1", "role_id": "valuation", "skill_id": "equity_research", "symbol": "GOOG",
-    "direction": "long", "account_id": "a1", "market": "spot", "scenario": None, "decision_text": "x",
-    "evidence": '["fundamentals"]', "preview_id": "p1", "decided_at": ts("2024-01-02 10:00"),
+    "decision_id": "d1",
+    "role_id": "valuation",
+    "skill_id": "equity_research",
+    "symbol": "GOOG",
+    "direction": "long",
+    "account_id": "a1",
+    "market": "spot",
+    "scenario": None,
+    "decision_text": "x",
+    "evidence": '["fundamentals"]',
+    "preview_id": "p1",
+    "decided_at": ts("2024-01-02 10:00"),
 }
 
 DECISIONS_CSV = """decision_id,role_id,skill_id,symbol,direction,account_id,market,scenario,decision_text,evidence,preview_id,decided_at,unknown_extra
@@ -25,7 +34,8 @@ d7,trend_follower,crypto_trading,BTCUSD,long,a2,perp,,ok,"[""volume""]",,2024-01
 
 def rejects(world: World, table: str) -> list[tuple]:
     return world.rows(
-        "SELECT row_number, row_key, reason FROM raw_rejects WHERE table_name = ? ORDER BY row_number", [table]
+        "SELECT row_number, row_key, reason FROM raw_rejects WHERE table_name = ? ORDER BY row_number",
+        [table],
     )
 
 
@@ -63,7 +73,12 @@ def test_a_table_without_landing_file_is_an_empty_table(world: World):
     result = world.materialize(["raw/kb_documents"])
     assert result.success
     assert world.rows("SELECT count(*) FROM raw.kb_documents") == [(0,)]
-    cols = [r[0] for r in world.rows("SELECT column_name FROM information_schema.columns WHERE table_name='kb_documents'")]
+    cols = [
+        r[0]
+        for r in world.rows(
+            "SELECT column_name FROM information_schema.columns WHERE table_name='kb_documents'"
+        )
+    ]
     assert cols == ["doc_id", "title", "visibility", "body"]
 
 
@@ -97,15 +112,38 @@ def test_two_landing_files_for_one_table_are_refused(world: World):
 @pytest.mark.parametrize(
     ("table", "row", "reason"),
     [
-        ("trade_fills", {"fill_id": "f", "execution_id": "e", "qty": -1.0, "price": 1.0, "fee": 0.0,
-                         "filled_at": ts("2024-01-01")}, "qty: greater_than(0)"),
-        ("benchmark_profiles", {"profile_id": "p", "horizon_days": 7, "min_coverage": 1.5},
-         "min_coverage: less_than_or_equal_to(1)"),
-        ("questionnaire_results", {"assessment_id": "q", "customer_id": "c", "investor_type": "C9",
-                                   "assessed_at": ts("2024-01-01")},
-         "investor_type: isin(['C1', 'C2', 'C3', 'C4', 'C5'])"),
-        ("kb_documents", {"doc_id": "k", "title": "t", "visibility": "secret", "body": "b"},
-         "visibility: isin(['public', 'internal'])"),
+        (
+            "trade_fills",
+            {
+                "fill_id": "f",
+                "execution_id": "e",
+                "qty": -1.0,
+                "price": 1.0,
+                "fee": 0.0,
+                "filled_at": ts("2024-01-01"),
+            },
+            "qty: greater_than(0)",
+        ),
+        (
+            "benchmark_profiles",
+            {"profile_id": "p", "horizon_days": 7, "min_coverage": 1.5},
+            "min_coverage: less_than_or_equal_to(1)",
+        ),
+        (
+            "questionnaire_results",
+            {
+                "assessment_id": "q",
+                "customer_id": "c",
+                "investor_type": "C9",
+                "assessed_at": ts("2024-01-01"),
+            },
+            "investor_type: isin(['C1', 'C2', 'C3', 'C4', 'C5'])",
+        ),
+        (
+            "kb_documents",
+            {"doc_id": "k", "title": "t", "visibility": "secret", "body": "b"},
+            "visibility: isin(['public', 'internal'])",
+        ),
     ],
 )
 def test_value_rules_reject_with_the_rule_as_reason(world: World, table, row, reason):

@@ -8,8 +8,8 @@ import pytest
 
 from tests.learning.test_methodologies import BUY_SUPPORT, SELL_SUPPORT, proposal
 from tests.world import DEFS, World, ts
-from tradingmem_assets.defs.learning import LEARNING_JOB_NAMES
 from tradingmem_assets.defs.learning.candidates import dedup_key
+from tradingmem_assets.lib.tables import LEARNING_JOB_NAMES
 
 LANDING = [
     "raw/institution_runs",

@@ -38,7 +38,9 @@ def test_duplicate_role_id_names_both_skills():
         parse_registry(doc)
 
 
-@pytest.mark.parametrize("field", ["maturity_days", "primary_profile", "required_evidence", "reflection_prompt"])
+@pytest.mark.parametrize(
+    "field", ["maturity_days", "primary_profile", "required_evidence", "reflection_prompt"]
+)
 def test_missing_field_is_named(field):
     role = {k: v for k, v in ROLE.items() if k != field}
     with pytest.raises(RegistryError, match=f"skill 's' role 'valuation' is missing field\\(s\\): {field}"):
@@ -70,7 +72,10 @@ def test_a_broken_roles_file_stops_the_code_location_from_loading(tmp_path):
     env = {**os.environ, "TRADINGMEM_ROLES_FILE": str(bad)}
     proc = subprocess.run(
         [sys.executable, "-c", "from tradingmem_assets.definitions import defs; defs()"],
-        env=env, capture_output=True, text=True, timeout=120,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=120,
     )
     assert proc.returncode != 0
     assert "duplicate role_id 'r' declared by skills 'a' and 'b'" in proc.stderr

@@ -11,8 +11,8 @@ import duckdb
 import pytest
 
 from tradingmem_assets.definitions import defs
+from tradingmem_assets.defs.operations.runs import run_main_job
 from tradingmem_assets.demo import DEMO_AS_OF
-from tradingmem_assets.runner import run_main_job
 
 REPO = Path(__file__).resolve().parents[2]
 SHARED_CHECKER = REPO.parent / "shared" / "contract" / "check_contract.py"
@@ -33,7 +33,11 @@ def demo_run(tmp_path_factory):
     (root / "dagster_home").mkdir()
     proc = subprocess.run(
         [sys.executable, "-m", "tradingmem_assets.cli", "demo", "--run", "--scale", "0.005", "--json"],
-        cwd=root, env=env, capture_output=True, text=True, timeout=600,
+        cwd=root,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=600,
     )
     assert proc.returncode == 0, proc.stderr[-3000:]
     return root, json.loads(proc.stdout)
@@ -120,7 +124,10 @@ def test_explain_walks_a_lesson_back_to_decision_execution_fills_and_run(demo_ru
         con.close()
     proc = subprocess.run(
         [sys.executable, "-m", "tradingmem_assets.cli", "explain", "lesson", case_id, "--json"],
-        env=env, capture_output=True, text=True, timeout=120,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=120,
     )
     assert proc.returncode == 0, proc.stderr
     doc = json.loads(proc.stdout)
@@ -133,6 +140,9 @@ def test_explain_walks_a_lesson_back_to_decision_execution_fills_and_run(demo_ru
 
     missing = subprocess.run(
         [sys.executable, "-m", "tradingmem_assets.cli", "explain", "case", "rc_does_not_exist"],
-        env=env, capture_output=True, text=True, timeout=120,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=120,
     )
     assert missing.returncode != 0 and "no role case rc_does_not_exist" in missing.stderr

@@ -14,12 +14,12 @@ from typing import Any
 
 import click
 
-from tradingmem_assets.cli.common import CliError, dagster_instance, db_path, json_option, progress, warehouse
+from tradingmem_assets.cli.common import CliError, db_path, json_option, progress, warehouse
 from tradingmem_assets.defs.audit.findings import SEVERITIES
 from tradingmem_assets.defs.audit.scoring import DIMENSIONS
+from tradingmem_assets.lib import tables
 from tradingmem_assets.lib.warehouse import read_frame, table_exists
 
-REPORTS_TABLE = "main.methodology_audit_reports"
 JSON_COLUMNS = ("dimension_scores", "dimension_weights_used", "findings", "advisory_actions")
 SPARK = "▁▂▃▄▅▆▇█"
 NO_SCORE = "·"
@@ -68,7 +68,7 @@ def _render(doc: dict[str, Any]) -> str:
 
 
 def _require_reports(con) -> None:
-    if not table_exists(con, REPORTS_TABLE):
+    if not table_exists(con, tables.METHODOLOGY_AUDIT_REPORTS):
         raise CliError(
             "no audit report yet: methodology_audit_reports is not materialized (run `tradingmem audit run`)"
         )
@@ -87,51 +87,30 @@ def _report(pass_id: str | None) -> dict[str, Any]:
         _require_reports(con)
         if pass_id is None:
             frame = read_frame(
-                con, f"SELECT * FROM {REPORTS_TABLE} ORDER BY ran_at DESC, pass_id DESC LIMIT 1"
+                con,
+                f"SELECT * FROM {tables.METHODOLOGY_AUDIT_REPORTS} ORDER BY ran_at DESC, pass_id DESC LIMIT 1",
             )
             if frame.height == 0:
                 raise CliError("no audit report yet (run `tradingmem audit run`)")
         else:
-            frame = read_frame(con, f"SELECT * FROM {REPORTS_TABLE} WHERE pass_id = ?", [pass_id])
+            frame = read_frame(
+                con, f"SELECT * FROM {tables.METHODOLOGY_AUDIT_REPORTS} WHERE pass_id = ?", [pass_id]
+            )
             if frame.height == 0:
                 raise CliError(f"no audit pass with id {pass_id!r}")
     return _document(frame.row(0, named=True))
 
 
-def _failure_message(result) -> str:
-    for event in result.all_events:
-        if event.is_step_failure and event.step_failure_data and event.step_failure_data.error:
-            return event.step_failure_data.error.message.strip().splitlines()[0]
-    return "see the run in the Dagster UI"
-
-
 def run_audit_pass(window_days: int) -> tuple[str, str]:
     """One audit pass as a run of methodology_audit_job on the UI's instance: (run_id, pass_id)."""
-    import dagster as dg
+    from tradingmem_assets.defs.operations.runs import first_failure_message, open_instance
+    from tradingmem_assets.defs.operations.runs import run_audit_pass as launch
 
-    from tradingmem_assets.defs.audit.assets import methodology_audit_reports
-    from tradingmem_assets.defs.audit.jobs import AUDIT_JOB_NAME, methodology_audit_job
-    from tradingmem_assets.defs.resources import warehouse_from_env
-
-    definitions = dg.Definitions(
-        assets=[methodology_audit_reports],
-        jobs=[methodology_audit_job],
-        resources={"warehouse": warehouse_from_env()},
-    )
-    job = definitions.resolve_job_def(AUDIT_JOB_NAME)
-    run_config = {
-        "ops": {"methodology_audit_reports": {"config": {"window_days": window_days}}},
-        "loggers": {"console": {"config": {"log_level": "WARNING"}}},
-    }
-    with dagster_instance() as instance:
-        result = job.execute_in_process(
-            run_config=run_config, instance=instance, raise_on_error=False, tags={"tradingmem/trigger": "cli"}
-        )
-    if not result.success:
-        raise CliError(f"audit run {result.run_id} failed: {_failure_message(result)}")
-    materializations = result.asset_materializations_for_node("methodology_audit_reports")
-    pass_id = materializations[0].metadata["pass_id"].value
-    return result.run_id, str(pass_id)
+    with open_instance() as instance:
+        result, pass_id = launch(instance, window_days)
+    if pass_id is None:
+        raise CliError(f"audit run {result.run_id} failed: {first_failure_message(result)}")
+    return result.run_id, pass_id
 
 
 def register(group: click.Group) -> None:
@@ -176,7 +155,7 @@ def register(group: click.Group) -> None:
             _require_reports(con)
             frame = read_frame(
                 con,
-                f"SELECT pass_id, ran_at, composite, tier, isolation_ok FROM {REPORTS_TABLE} "
+                f"SELECT pass_id, ran_at, composite, tier, isolation_ok FROM {tables.METHODOLOGY_AUDIT_REPORTS} "
                 "WHERE ran_at >= ? ORDER BY ran_at, pass_id",
                 [since],
             )

@@ -10,7 +10,9 @@ from tradingmem_assets.cli.common import json_option, progress
 
 
 @click.command("benchmark")
-@click.option("--scale", type=float, default=0.1, show_default=True, help="Scale factor (1 ≈ 100,000 decisions).")
+@click.option(
+    "--scale", type=float, default=0.1, show_default=True, help="Scale factor (1 ≈ 100,000 decisions)."
+)
 @click.option("--repeat", "repeats", type=click.IntRange(1, 20), default=3, show_default=True)
 @click.option("--workdir", type=click.Path(file_okay=False), default=None, help="Keep the data here.")
 @json_option

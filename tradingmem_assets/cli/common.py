@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import json
-import os
 import sys
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
@@ -104,20 +103,3 @@ def progress(as_json: bool) -> Callable[[str], None]:
     if as_json or not sys.stderr.isatty():
         return lambda _msg: None
     return lambda msg: click.echo(f"... {msg}", err=True)
-
-
-def dagster_instance():
-    """The instance the UI uses: DAGSTER_HOME when set, else the project's ``dagster.yaml``.
-
-    ``dagster dev`` in the repo root without DAGSTER_HOME reads ``./dagster.yaml``, whose storage
-    lives under ``data/dagster``; the CLI opens the same storage, so its runs show up in the UI.
-    """
-    import dagster as dg
-
-    if os.environ.get("DAGSTER_HOME"):
-        return dg.DagsterInstance.get()
-    if Path("dagster.yaml").exists():
-        return dg.DagsterInstance.from_config(str(Path.cwd()))
-    home = Path(db_path()).resolve().parent / "dagster"
-    home.mkdir(parents=True, exist_ok=True)
-    return dg.DagsterInstance.from_config(str(home))

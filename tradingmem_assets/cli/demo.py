@@ -9,7 +9,6 @@ import click
 
 from tradingmem_assets.cli.common import (
     CliError,
-    dagster_instance,
     db_path,
     json_option,
     landing_dir,
@@ -18,11 +17,20 @@ from tradingmem_assets.cli.common import (
 
 
 @click.command("demo")
-@click.option("--scale", type=float, default=0.01, show_default=True, help="Scale factor (1 ≈ 100,000 decisions).")
+@click.option(
+    "--scale", type=float, default=0.01, show_default=True, help="Scale factor (1 ≈ 100,000 decisions)."
+)
 @click.option("--seed", type=int, default=None, help="Random seed (default: the demo's fixed seed).")
-@click.option("--landing-dir", "landing", type=click.Path(file_okay=False), default=None,
-              help="Where to write the landing files (default: TRADINGMEM_LANDING_DIR or data/landing).")
-@click.option("--run", "run_job", is_flag=True, help="Then materialize trading_memory_job into the warehouse.")
+@click.option(
+    "--landing-dir",
+    "landing",
+    type=click.Path(file_okay=False),
+    default=None,
+    help="Where to write the landing files (default: TRADINGMEM_LANDING_DIR or data/landing).",
+)
+@click.option(
+    "--run", "run_job", is_flag=True, help="Then materialize trading_memory_job into the warehouse."
+)
 @json_option
 def demo(scale: float, seed: int | None, landing: str | None, run_job: bool, as_json: bool):
     """Write the demo world (seeded, deterministic) and optionally run the main job on it.
@@ -47,22 +55,35 @@ def demo(scale: float, seed: int | None, landing: str | None, run_job: bool, as_
     if not run_job:
         return document, "\n".join(lines)
 
-    from tradingmem_assets.runner import run_main_job, warehouse_summary
+    from tradingmem_assets.defs.operations.queries import warehouse_summary
+    from tradingmem_assets.defs.operations.runs import open_instance, run_main_job
 
     as_of = os.environ.get("TRADINGMEM_AS_OF") or DEMO_AS_OF.isoformat()
     database = db_path()
     say(f"running trading_memory_job (as_of {as_of}) into {database}")
-    report = run_main_job(dagster_instance(), database=database, landing_dir=str(target), as_of=as_of)
+    report = run_main_job(open_instance(), database=database, landing_dir=str(target), as_of=as_of)
     if not report.success:
-        raise CliError(f"trading_memory_job failed in step(s) {', '.join(report.failed_steps)}: {report.error}")
+        raise CliError(
+            f"trading_memory_job failed in step(s) {', '.join(report.failed_steps)}: {report.error}"
+        )
     counts = warehouse_summary(database)
     document.update(
-        {"warehouse": database, "as_of": as_of, "run_id": report.run_id, "seconds": round(report.seconds, 2),
-         "tables": counts}
+        {
+            "warehouse": database,
+            "as_of": as_of,
+            "run_id": report.run_id,
+            "seconds": round(report.seconds, 2),
+            "tables": counts,
+        }
     )
-    lines += ["", f"trading_memory_job succeeded in {report.seconds:.1f}s (run {report.run_id}, as_of {as_of})",
-              f"warehouse {database}:"]
-    lines += [f"  {table:<28} {'not materialized' if n is None else f'{n:>10,}'}" for table, n in counts.items()]
+    lines += [
+        "",
+        f"trading_memory_job succeeded in {report.seconds:.1f}s (run {report.run_id}, as_of {as_of})",
+        f"warehouse {database}:",
+    ]
+    lines += [
+        f"  {table:<28} {'not materialized' if n is None else f'{n:>10,}'}" for table, n in counts.items()
+    ]
     return document, "\n".join(lines)
 
 

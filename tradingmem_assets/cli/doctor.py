@@ -14,18 +14,19 @@ import duckdb
 
 from tradingmem_assets.cli.common import as_of_now, db_path, json_option, warehouse
 from tradingmem_assets.defs.operations import doctor as rules
+from tradingmem_assets.lib import tables
 from tradingmem_assets.lib.registry import load_registry
 from tradingmem_assets.lib.warehouse import read_frame, table_exists
 from tradingmem_assets.settings import SETTINGS
 
-ROLE_CASES = "main.role_cases"
-DECISIONS = "raw.trading_decisions"
-EVALUATION_RUNS = "main.evaluation_runs"
-MEMORY_UNITS = "raw.memory_unit"
-LLM_USAGE = "main.llm_usage"
-AUDIT_REPORTS = "main.methodology_audit_reports"
-HEARTBEATS = "main.methodology_cron_runs"
-REJECTS = "main.raw_rejects"
+ROLE_CASES = tables.ROLE_CASES
+DECISIONS = tables.raw_table("trading_decisions")
+EVALUATION_RUNS = tables.EVALUATION_RUNS
+MEMORY_UNITS = tables.raw_table("memory_unit")
+LLM_USAGE = tables.LLM_USAGE
+AUDIT_REPORTS = tables.METHODOLOGY_AUDIT_REPORTS
+HEARTBEATS = tables.METHODOLOGY_CRON_RUNS
+REJECTS = tables.RAW_REJECTS
 
 CHECK_TABLES = {
     "overdue_pending_cases": (ROLE_CASES,),

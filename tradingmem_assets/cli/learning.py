@@ -12,6 +12,7 @@ import json
 import click
 
 from tradingmem_assets.cli.common import CliError, as_of_now, json_option, warehouse
+from tradingmem_assets.lib import tables
 from tradingmem_assets.lib.warehouse import ensure_table, read_frame, table_exists, transaction
 
 COLUMNS = (
@@ -28,7 +29,7 @@ def _disabled_note() -> str | None:
 
 def _rows(sql: str, params: list) -> list[dict]:
     with warehouse(read_only=True) as con:
-        if not table_exists(con, "main.learnings"):
+        if not table_exists(con, tables.LEARNINGS):
             raise CliError("table learnings does not exist yet: run trading_memory_job first")
         return read_frame(con, sql, params).to_dicts()
 
@@ -118,12 +119,12 @@ def delete(learning_id: str, reason: str, as_json: bool):
 
     deleted_at = as_of_now()
     with warehouse(read_only=False) as con:
-        exists = table_exists(con, "main.learnings") and bool(
+        exists = table_exists(con, tables.LEARNINGS) and bool(
             con.execute(
                 "SELECT count(*) FROM main.learnings WHERE learning_id = ?", [learning_id]
             ).fetchall()[0][0]
         )
-        tombstoned = table_exists(con, "main.learning_deletions") and bool(
+        tombstoned = table_exists(con, tables.LEARNING_DELETIONS) and bool(
             con.execute(
                 "SELECT count(*) FROM main.learning_deletions WHERE learning_id = ?", [learning_id]
             ).fetchall()[0][0]
@@ -131,7 +132,7 @@ def delete(learning_id: str, reason: str, as_json: bool):
         if not exists and not tombstoned:
             raise CliError(f"no learning {learning_id!r} (see `tradingmem learnings top`)")
         with transaction(con):
-            ensure_table(con, "main.learning_deletions", pl.DataFrame(schema=DELETIONS_SCHEMA))
+            ensure_table(con, tables.LEARNING_DELETIONS, pl.DataFrame(schema=DELETIONS_SCHEMA))
             if not tombstoned:
                 con.execute(
                     "INSERT INTO main.learning_deletions (learning_id, deleted_at, reason) VALUES (?, ?, ?)",

@@ -1,6 +1,5 @@
 """The warehouse resource: one DuckDB file, the landing folder and the run's time anchor."""
 
-
 import os
 from collections.abc import Iterator
 from contextlib import contextmanager

@@ -27,15 +27,15 @@ from typing import TypeVar
 
 import duckdb
 
+from tradingmem_assets.lib import tables
 from tradingmem_assets.lib.vocabulary import BUDGET_CATEGORIES
 from tradingmem_assets.lib.warehouse import table_exists
 
 log = logging.getLogger("tradingmem.budget")
 T = TypeVar("T")
 
-USAGE_TABLE = "main.llm_usage"
 USAGE_DDL = f"""
-CREATE TABLE IF NOT EXISTS {USAGE_TABLE} (
+CREATE TABLE IF NOT EXISTS {tables.LLM_USAGE} (
     id VARCHAR PRIMARY KEY,
     category VARCHAR NOT NULL,
     task VARCHAR NOT NULL,
@@ -161,14 +161,14 @@ def _month_start(day: date) -> date:
 def spend(con: duckdb.DuckDBPyConnection, now: datetime) -> dict[str, tuple[float, float]]:
     """Per category: (spent today, spent this month) in USD, UTC calendar; zeros without a usage table."""
     out = {c: (0.0, 0.0) for c in BUDGET_CATEGORIES}
-    if not table_exists(con, USAGE_TABLE):
+    if not table_exists(con, tables.LLM_USAGE):
         return out
     today = now.astimezone(UTC).date()
     rows = con.execute(
         f"""SELECT category,
                    coalesce(sum(cost_usd) FILTER (WHERE date = ?), 0),
                    coalesce(sum(cost_usd), 0)
-            FROM {USAGE_TABLE} WHERE date >= ? AND date <= ? GROUP BY category""",
+            FROM {tables.LLM_USAGE} WHERE date >= ? AND date <= ? GROUP BY category""",
         [today, _month_start(today), today],
     ).fetchall()
     for category, day_total, month_total in rows:
@@ -258,7 +258,7 @@ class BudgetTracker:
         now = self.clock().astimezone(UTC)
         usage_id = "lu_" + uuid.uuid4().hex[:20]
         self.con.execute(
-            f"INSERT INTO {USAGE_TABLE} VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
+            f"INSERT INTO {tables.LLM_USAGE} VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
             [
                 usage_id,
                 category,

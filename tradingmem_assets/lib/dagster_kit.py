@@ -1,6 +1,5 @@
 """Materialization metadata the Dagster UI renders well: row count, column schema, table name."""
 
-
 import dagster as dg
 import polars as pl
 

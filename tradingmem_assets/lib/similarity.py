@@ -15,7 +15,9 @@ from sklearn.metrics.pairwise import cosine_similarity
 
 def _vectorizer() -> TfidfVectorizer:
     # token_pattern keeps 1-char tokens and CJK runs; sublinear tf damps repeated words
-    return TfidfVectorizer(lowercase=True, ngram_range=(1, 2), token_pattern=r"(?u)\b\w+\b", sublinear_tf=True)
+    return TfidfVectorizer(
+        lowercase=True, ngram_range=(1, 2), token_pattern=r"(?u)\b\w+\b", sublinear_tf=True
+    )
 
 
 def tfidf_cosine(queries: Sequence[str], documents: Sequence[str]) -> np.ndarray:

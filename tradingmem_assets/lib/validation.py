@@ -50,10 +50,17 @@ def validate(schema: pa.DataFrameSchema, frame: pl.DataFrame) -> Validation:
             name,
             pl.DataFrame(
                 {"column": [None], "check": [str(err.check)], "failure_case": [str(err)], "index": [None]},
-                schema={"column": pl.String, "check": pl.String, "failure_case": pl.String, "index": pl.Int64},
+                schema={
+                    "column": pl.String,
+                    "check": pl.String,
+                    "failure_case": pl.String,
+                    "index": pl.Int64,
+                },
             ),
         )
     return Validation(
         name,
-        pl.DataFrame(schema={"column": pl.String, "check": pl.String, "failure_case": pl.String, "index": pl.Int64}),
+        pl.DataFrame(
+            schema={"column": pl.String, "check": pl.String, "failure_case": pl.String, "index": pl.Int64}
+        ),
     )

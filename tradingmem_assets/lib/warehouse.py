@@ -22,7 +22,9 @@ class WarehouseLockedError(RuntimeError):
     """Another process holds the single DuckDB writer lock for longer than we were willing to wait."""
 
 
-def open_warehouse(path: str | Path, *, read_only: bool = False, wait_s: float = 30.0) -> duckdb.DuckDBPyConnection:
+def open_warehouse(
+    path: str | Path, *, read_only: bool = False, wait_s: float = 30.0
+) -> duckdb.DuckDBPyConnection:
     """Open the warehouse, waiting for a lock held by another process, then failing with a clear message."""
     path = str(path)
     if path != ":memory:":

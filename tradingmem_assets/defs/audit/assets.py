@@ -27,15 +27,14 @@ from tradingmem_assets.defs.audit.scoring import (
     score_audit,
 )
 from tradingmem_assets.defs.audit.table_hash import tables_sha256
-from tradingmem_assets.defs.landing.assets import raw_key
 from tradingmem_assets.defs.resources import WarehouseResource
+from tradingmem_assets.lib import tables
 from tradingmem_assets.lib.dagster_kit import check_result, table_metadata
+from tradingmem_assets.lib.tables import raw_key
 from tradingmem_assets.lib.validation import validate
 from tradingmem_assets.lib.warehouse import append_rows, scalar, table_exists, transaction
 from tradingmem_assets.settings import SETTINGS
 
-AUDIT_GROUP = "audit"
-REPORTS_TABLE = "main.methodology_audit_reports"
 DEFAULT_WINDOW_DAYS = 30
 AUDIT_INPUTS = [
     dg.AssetKey(name)
@@ -76,7 +75,7 @@ def _findings_markdown(findings: list[dict]) -> str:
 
 @dg.asset(
     key=AUDIT_ASSET_KEY,
-    group_name=AUDIT_GROUP,
+    group_name=tables.AUDIT_GROUP,
     kinds={"duckdb", "polars"},
     deps=AUDIT_INPUTS,
     check_specs=AUDIT_CHECK_SPECS,
@@ -132,12 +131,12 @@ def methodology_audit_reports(
                 metadata={"summary": dg.MetadataValue.md(validation.summary())},
             )
         with transaction(con):
-            if table_exists(con, REPORTS_TABLE) and scalar(
-                con, f"SELECT count(*) FROM {REPORTS_TABLE} WHERE pass_id = ?", [pass_id]
+            if table_exists(con, tables.METHODOLOGY_AUDIT_REPORTS) and scalar(
+                con, f"SELECT count(*) FROM {tables.METHODOLOGY_AUDIT_REPORTS} WHERE pass_id = ?", [pass_id]
             ):
                 raise dg.Failure(description=f"audit pass {pass_id} is already recorded")
-            append_rows(con, REPORTS_TABLE, frame)
-        total = scalar(con, f"SELECT count(*) FROM {REPORTS_TABLE}")
+            append_rows(con, tables.METHODOLOGY_AUDIT_REPORTS, frame)
+        total = scalar(con, f"SELECT count(*) FROM {tables.METHODOLOGY_AUDIT_REPORTS}")
     elapsed = time.perf_counter() - started
 
     findings = json.loads(row["findings"])
@@ -146,7 +145,7 @@ def methodology_audit_reports(
     else:
         context.log.info(f"audit pass {pass_id}: composite {score.composite:.1f}, tier {score.tier}")
     metadata: dict = {
-        **table_metadata(REPORTS_TABLE, frame, row_count=total),
+        **table_metadata(tables.METHODOLOGY_AUDIT_REPORTS, frame, row_count=total),
         "pass_id": pass_id,
         "tier": score.tier,
         "window_days": config.window_days,

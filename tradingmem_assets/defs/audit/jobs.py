@@ -7,7 +7,7 @@ import dagster as dg
 import polars as pl
 from pydantic import Field
 
-from tradingmem_assets.defs.audit.assets import REPORTS_TABLE, isolation_finding
+from tradingmem_assets.defs.audit.assets import isolation_finding
 from tradingmem_assets.defs.audit.checks import (
     AUDIT_ASSET_KEY,
     ISOLATION_CHECK,
@@ -16,6 +16,7 @@ from tradingmem_assets.defs.audit.checks import (
 )
 from tradingmem_assets.defs.audit.scoring import REPORT_SCHEMA, report_frame
 from tradingmem_assets.defs.resources import WarehouseResource
+from tradingmem_assets.lib import tables
 from tradingmem_assets.lib.warehouse import append_rows, ensure_table, scalar, transaction
 
 AUDIT_JOB_NAME = "methodology_audit_job"
@@ -46,9 +47,14 @@ class IsolationViolation(dg.Config):
 
 def record_violation(con, violation: IsolationViolation) -> str:
     """Mark the pass isolation_ok = false (excluded from trends); insert it when it has no row yet."""
-    ensure_table(con, REPORTS_TABLE, pl.DataFrame(schema=REPORT_SCHEMA))
-    if scalar(con, f"SELECT count(*) FROM {REPORTS_TABLE} WHERE pass_id = ?", [violation.pass_id]):
-        con.execute(f"UPDATE {REPORTS_TABLE} SET isolation_ok = false WHERE pass_id = ?", [violation.pass_id])
+    ensure_table(con, tables.METHODOLOGY_AUDIT_REPORTS, pl.DataFrame(schema=REPORT_SCHEMA))
+    if scalar(
+        con, f"SELECT count(*) FROM {tables.METHODOLOGY_AUDIT_REPORTS} WHERE pass_id = ?", [violation.pass_id]
+    ):
+        con.execute(
+            f"UPDATE {tables.METHODOLOGY_AUDIT_REPORTS} SET isolation_ok = false WHERE pass_id = ?",
+            [violation.pass_id],
+        )
         return "updated"
     scored = violation.composite is not None and violation.tier not in (None, "disabled", "insufficient_data")
     row = {
@@ -65,7 +71,7 @@ def record_violation(con, violation: IsolationViolation) -> str:
         "learning_tables_sha256_after": violation.sha256_after,
         "isolation_ok": False,
     }
-    append_rows(con, REPORTS_TABLE, report_frame([row]))
+    append_rows(con, tables.METHODOLOGY_AUDIT_REPORTS, report_frame([row]))
     return "inserted"
 
 

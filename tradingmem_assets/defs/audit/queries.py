@@ -20,14 +20,15 @@ from tradingmem_assets.defs.audit.inputs import (
     AuditInputs,
     AuditWindow,
 )
+from tradingmem_assets.lib import tables
 from tradingmem_assets.lib.warehouse import read_frame, table_exists
 
-METHODOLOGIES = "main.methodologies"
-EVENTS = "main.methodology_lifecycle_events"
-CASES = "main.methodology_cases"
-HINTS = "main.methodology_case_hints"
-HEARTBEATS = "main.methodology_cron_runs"
-INSTITUTION_RUNS = "raw.institution_runs"
+METHODOLOGIES = tables.METHODOLOGIES
+EVENTS = tables.METHODOLOGY_LIFECYCLE_EVENTS
+CASES = tables.METHODOLOGY_CASES
+HINTS = tables.METHODOLOGY_CASE_HINTS
+HEARTBEATS = tables.METHODOLOGY_CRON_RUNS
+INSTITUTION_RUNS = tables.raw_table("institution_runs")
 
 
 def _select(

@@ -17,13 +17,8 @@ from tradingmem_assets.defs.audit.jobs import (
     methodology_audit_job,
 )
 from tradingmem_assets.defs.audit.scheduling import SchedulerState, decide
+from tradingmem_assets.lib import tables
 from tradingmem_assets.settings import SETTINGS
-
-try:  # the learning domain owns the list of jobs that are learning runs
-    from tradingmem_assets.defs.learning import LEARNING_JOB_NAMES as _LEARNING_JOBS
-except ImportError:  # pragma: no cover - only while the learning domain is absent
-    _LEARNING_JOBS = frozenset({"trading_memory_job"})
-
 
 ISOLATION_SENSOR_NAME = "audit_isolation_sensor"
 SCHEDULER_NAME = "methodology_audit_scheduler"
@@ -39,7 +34,7 @@ IN_FLIGHT_STATUSES = [
 FINISHED_STATUSES = [dg.DagsterRunStatus.SUCCESS, dg.DagsterRunStatus.FAILURE, dg.DagsterRunStatus.CANCELED]
 
 
-LEARNING_JOB_NAMES: tuple[str, ...] = tuple(sorted(_LEARNING_JOBS))
+LEARNING_JOB_NAMES: tuple[str, ...] = tuple(sorted(tables.LEARNING_JOB_NAMES))
 
 
 # --- isolation ------------------------------------------------------------------------------------

@@ -26,13 +26,15 @@ import duckdb
 import numpy as np
 import pyarrow as pa
 
+from tradingmem_assets.lib import tables
+
 HASH_FORMAT = "tradingmem/table_hash/v1"
 
 LEARNING_TABLES: tuple[str, ...] = (
-    "main.methodologies",
-    "main.methodology_lifecycle_events",
-    "main.methodology_cases",
-    "main.methodology_case_hints",
+    tables.METHODOLOGIES,
+    tables.METHODOLOGY_LIFECYCLE_EVENTS,
+    tables.METHODOLOGY_CASES,
+    tables.METHODOLOGY_CASE_HINTS,
 )
 
 #: The digest of a table that does not exist (documented constant, see docs/audit.md).

@@ -11,13 +11,13 @@ from tradingmem_assets.defs.evaluation.scoring import (
     check_primary_profiles,
     evaluate,
 )
-from tradingmem_assets.defs.landing.assets import raw_key
 from tradingmem_assets.defs.resources import WarehouseResource
+from tradingmem_assets.lib import tables
 from tradingmem_assets.lib.dagster_kit import check_result, table_metadata
+from tradingmem_assets.lib.tables import raw_key
 from tradingmem_assets.lib.validation import validate
 from tradingmem_assets.lib.warehouse import read_frame, scalar, transaction
 
-EVALUATION_GROUP = "evaluation"
 RUNS_INVARIANTS_CHECK = "evaluation_runs_invariants"
 
 EVALUATION_INPUTS = [
@@ -34,11 +34,13 @@ EVALUATION_INPUTS = [
     )
 ]
 # Every column but the 64-hex inputs_hash (sha256 output by construction) is validated by Pandera.
-VALIDATED_COLUMNS = "run_id, decision_id, execution_id, profile_id, run_version, status, is_primary, promoted_at, created_at"
+VALIDATED_COLUMNS = (
+    "run_id, decision_id, execution_id, profile_id, run_version, status, is_primary, promoted_at, created_at"
+)
 
 
 @dg.multi_asset(
-    group_name=EVALUATION_GROUP,
+    group_name=tables.EVALUATION_GROUP,
     specs=[
         dg.AssetSpec(
             "evaluation_runs",
@@ -94,7 +96,7 @@ def evaluation(context: dg.AssetExecutionContext, warehouse: WarehouseResource):
     yield dg.MaterializeResult(
         asset_key="evaluation_runs",
         metadata={
-            **table_metadata("main.evaluation_runs", row_count=all_runs.height),
+            **table_metadata(tables.EVALUATION_RUNS, row_count=all_runs.height),
             "as_of": as_of.isoformat(),
             "appended_versions": appended,
             "primary_runs": int(all_runs.get_column("is_primary").sum()),
@@ -108,7 +110,7 @@ def evaluation(context: dg.AssetExecutionContext, warehouse: WarehouseResource):
     yield dg.MaterializeResult(
         asset_key="evaluation_components",
         metadata={
-            **table_metadata("main.evaluation_components", row_count=total_components),
+            **table_metadata(tables.EVALUATION_COMPONENTS, row_count=total_components),
             "appended_rows": appended * len(COMPONENTS),
         },
     )

@@ -32,6 +32,7 @@ from datetime import datetime
 import duckdb
 import polars as pl
 
+from tradingmem_assets.lib import tables
 from tradingmem_assets.lib.warehouse import table_exists
 
 COMPONENTS = (
@@ -83,7 +84,9 @@ def check_primary_profiles(roles: pl.DataFrame, profile_ids: set[str]) -> None:
     """Every role's primary_profile must be a benchmark profile (SPEC section 3)."""
     missing = roles.filter(~pl.col("primary_profile").is_in(sorted(profile_ids)))
     if missing.height:
-        pairs = ", ".join(f"role '{r}' -> '{p}'" for r, p in missing.select("role_id", "primary_profile").rows())
+        pairs = ", ".join(
+            f"role '{r}' -> '{p}'" for r, p in missing.select("role_id", "primary_profile").rows()
+        )
         known = ", ".join(sorted(profile_ids)) or "(none)"
         raise EvaluationConfigError(
             f"primary_profile not found in benchmark_profiles: {pairs}; known profiles: {known}"
@@ -350,8 +353,10 @@ def evaluate(con: duckdb.DuckDBPyConnection, roles: pl.DataFrame, as_of: datetim
         con.execute("CREATE OR REPLACE TEMP TABLE _ev_roles AS SELECT * FROM _ev_roles_frame").fetchall()
     finally:
         con.unregister("_ev_roles_frame")
-    if table_exists(con, "main.evaluation_runs"):
-        con.execute("CREATE OR REPLACE TEMP VIEW _ev_previous AS SELECT * FROM main.evaluation_runs").fetchall()
+    if table_exists(con, tables.EVALUATION_RUNS):
+        con.execute(
+            "CREATE OR REPLACE TEMP VIEW _ev_previous AS SELECT * FROM main.evaluation_runs"
+        ).fetchall()
     else:
         con.register("_ev_empty", pl.DataFrame(schema=RUNS_SCHEMA))
         con.execute("CREATE OR REPLACE TEMP TABLE _ev_previous AS SELECT * FROM _ev_empty").fetchall()
@@ -363,7 +368,7 @@ def evaluate(con: duckdb.DuckDBPyConnection, roles: pl.DataFrame, as_of: datetim
 def append_components(con: duckdb.DuckDBPyConnection) -> None:
     """Append the components of ``_ev_fresh`` to ``main.evaluation_components`` (call in a transaction)."""
     params = {"components": list(COMPONENTS)}
-    if not table_exists(con, "main.evaluation_components"):
+    if not table_exists(con, tables.EVALUATION_COMPONENTS):
         con.execute(f"CREATE TABLE main.evaluation_components AS {COMPONENTS_SQL}", params).fetchall()
     else:
         con.execute(f"INSERT INTO main.evaluation_components {COMPONENTS_SQL}", params).fetchall()

@@ -1,6 +1,5 @@
 """Landing assets: one per landing table, each writing ``raw.<table>`` and its rows of ``raw_rejects``."""
 
-
 from pathlib import Path
 
 import dagster as dg
@@ -9,24 +8,20 @@ import polars as pl
 from tradingmem_assets.defs.landing.ingest import LandingFileError, ingest_table
 from tradingmem_assets.defs.landing.invariants import LANDING_TABLES, REJECTS_SCHEMA, LandingTable
 from tradingmem_assets.defs.resources import WarehouseResource
+from tradingmem_assets.lib import tables
 from tradingmem_assets.lib.dagster_kit import table_metadata
+from tradingmem_assets.lib.tables import raw_key
 from tradingmem_assets.lib.warehouse import ensure_table, replace_table, scalar, transaction
 
-LANDING_GROUP = "landing"
 ROWS_CONSERVED_CHECK = "rows_read_equal_accepted_plus_rejected"
-REJECTS_TABLE = "main.raw_rejects"
-
-
-def raw_key(table: str) -> dg.AssetKey:
-    return dg.AssetKey(["raw", table])
 
 
 def _landing_asset(spec: LandingTable) -> dg.AssetsDefinition:
-    key = raw_key(spec.name)
+    key = dg.AssetKey(raw_key(spec.name))
 
     @dg.asset(
         key=key,
-        group_name=LANDING_GROUP,
+        group_name=tables.LANDING_GROUP,
         kinds={"duckdb", "polars"},
         description=f"{spec.description} Validated rows of landing file {spec.name}.parquet|csv.",
         check_specs=[
@@ -44,14 +39,16 @@ def _landing_asset(spec: LandingTable) -> dg.AssetsDefinition:
         except LandingFileError as exc:
             raise dg.Failure(description=str(exc)) from exc
         with warehouse.connect() as con, transaction(con):
-            ensure_table(con, REJECTS_TABLE, pl.DataFrame(schema=REJECTS_SCHEMA))
+            ensure_table(con, tables.RAW_REJECTS, pl.DataFrame(schema=REJECTS_SCHEMA))
             replace_table(con, f"raw.{spec.name}", result.accepted)
-            con.execute(f"DELETE FROM {REJECTS_TABLE} WHERE table_name = ?", [spec.name])
+            con.execute(f"DELETE FROM {tables.RAW_REJECTS} WHERE table_name = ?", [spec.name])
             con.register("_rejects", result.rejects)
-            con.execute(f"INSERT INTO {REJECTS_TABLE} SELECT * FROM _rejects")
+            con.execute(f"INSERT INTO {tables.RAW_REJECTS} SELECT * FROM _rejects")
             con.unregister("_rejects")
             accepted = scalar(con, f"SELECT count(*) FROM raw.{spec.name}")
-            rejected = scalar(con, f"SELECT count(*) FROM {REJECTS_TABLE} WHERE table_name = ?", [spec.name])
+            rejected = scalar(
+                con, f"SELECT count(*) FROM {tables.RAW_REJECTS} WHERE table_name = ?", [spec.name]
+            )
         if result.source_file is None:
             context.log.info(f"no landing file for {spec.name}: raw.{spec.name} is an empty table")
         reasons = (

@@ -81,7 +81,9 @@ def _typing_sql(spec: LandingTable, present: set[str]) -> str:
             is_null = f"({q} IS NULL OR trim({text}) = 'null')"
             ok = f"(CASE WHEN json_valid({text}) THEN json_type(TRY_CAST({text} AS JSON)) END = '{want}')"
             selects.append(f"CASE WHEN {is_null} THEN NULL WHEN {ok} THEN {text} END AS {q}")
-            flags.append(f"CASE WHEN NOT {is_null} AND NOT coalesce({ok}, false) THEN 'bad_json:{col.name}' END")
+            flags.append(
+                f"CASE WHEN NOT {is_null} AND NOT coalesce({ok}, false) THEN 'bad_json:{col.name}' END"
+            )
         elif col.kind == "str":
             selects.append(f"{text} AS {q}")
         else:
@@ -89,7 +91,7 @@ def _typing_sql(spec: LandingTable, present: set[str]) -> str:
             selects.append(f"{cast} AS {q}")
             flags.append(f"CASE WHEN {q} IS NOT NULL AND {cast} IS NULL THEN 'bad_type:{col.name}' END")
     flag_list = f"list_filter([{', '.join(flags)}], lambda x: x IS NOT NULL)" if flags else "[]::VARCHAR[]"
-    return f"SELECT {', '.join(selects)}, {flag_list} AS __type_reasons FROM _landing ORDER BY \"{ROW}\""
+    return f'SELECT {", ".join(selects)}, {flag_list} AS __type_reasons FROM _landing ORDER BY "{ROW}"'
 
 
 def _pandera_reasons(spec: LandingTable, typed: pl.DataFrame) -> pl.DataFrame:

@@ -7,18 +7,7 @@ before writing, and swaps them in one transaction.
 import dagster as dg
 import polars as pl
 
-from tradingmem_assets.defs.landing.assets import raw_key
-from tradingmem_assets.defs.learning.constants import (
-    HEARTBEAT_KEY,
-    LEARNING_GROUP,
-    LEARNINGS_INVARIANTS_CHECK,
-    LEARNINGS_KEYS,
-    LIFECYCLE_EVENTS_INVARIANTS_CHECK,
-    METHODOLOGIES_INVARIANTS_CHECK,
-    METHODOLOGY_CASES_INVARIANTS_CHECK,
-    METHODOLOGY_KEYS,
-)
-from tradingmem_assets.defs.learning.heartbeat import HEARTBEAT_TABLE, write_heartbeat
+from tradingmem_assets.defs.learning.heartbeat import write_heartbeat
 from tradingmem_assets.defs.learning.invariants import (
     LEARNINGS_SCHEMA as LEARNINGS_INVARIANTS,
 )
@@ -31,7 +20,9 @@ from tradingmem_assets.defs.learning.ladder import build_methodology_state
 from tradingmem_assets.defs.learning.learnings import DELETIONS_SCHEMA, LEARNINGS_SCHEMA, build_learnings
 from tradingmem_assets.defs.learning.tiers import load_tool_tiers
 from tradingmem_assets.defs.resources import WarehouseResource
+from tradingmem_assets.lib import tables
 from tradingmem_assets.lib.dagster_kit import check_result, table_metadata
+from tradingmem_assets.lib.tables import raw_key
 from tradingmem_assets.lib.validation import validate
 from tradingmem_assets.lib.warehouse import (
     ensure_table,
@@ -46,8 +37,12 @@ from tradingmem_assets.settings import SETTINGS
 # Validated when the code location loads: a broken tools.yaml stops the load with its message.
 TOOL_TIERS = load_tool_tiers(SETTINGS.tools_file)
 
-DELETIONS_TABLE = "main.learning_deletions"
 KINDS = {"duckdb", "polars"}
+
+LEARNINGS_INVARIANTS_CHECK = "learnings_invariants"
+METHODOLOGIES_INVARIANTS_CHECK = "methodologies_invariants"
+METHODOLOGY_CASES_INVARIANTS_CHECK = "methodology_cases_invariants"
+LIFECYCLE_EVENTS_INVARIANTS_CHECK = "methodology_lifecycle_events_invariants"
 
 
 def _md_counts(pairs: list[tuple]) -> dg.MetadataValue:
@@ -67,7 +62,7 @@ def _failure(what: str, validations: list) -> dg.Failure:
 
 
 @dg.multi_asset(
-    group_name=LEARNING_GROUP,
+    group_name=tables.LEARNING_GROUP,
     specs=[
         dg.AssetSpec(
             "learnings",
@@ -96,10 +91,10 @@ def learnings(context: dg.AssetExecutionContext, warehouse: WarehouseResource):
     with warehouse.connect() as con:
         if not SETTINGS.learning_enabled:
             # LEARNING_ENABLED=false: no review, no write; the stored table (if any) is still checked.
-            current = read_table(con, "main.learnings", pl.DataFrame(schema=LEARNINGS_SCHEMA))
+            current = read_table(con, tables.LEARNINGS, pl.DataFrame(schema=LEARNINGS_SCHEMA))
             validation = validate(LEARNINGS_INVARIANTS, current)
             context.log.info("LEARNING_ENABLED=false: learnings are not reviewed nor written")
-            for key in LEARNINGS_KEYS:
+            for key in tables.LEARNINGS_ASSETS:
                 yield dg.MaterializeResult(
                     asset_key=key,
                     metadata={"learning_enabled": False, "written": False, "as_of": as_of.isoformat()},
@@ -107,7 +102,7 @@ def learnings(context: dg.AssetExecutionContext, warehouse: WarehouseResource):
             yield check_result(LEARNINGS_INVARIANTS_CHECK, validation, dg.AssetKey("learnings"))
             return
         with transaction(con):
-            ensure_table(con, DELETIONS_TABLE, pl.DataFrame(schema=DELETIONS_SCHEMA))
+            ensure_table(con, tables.LEARNING_DELETIONS, pl.DataFrame(schema=DELETIONS_SCHEMA))
         turns = read_frame(
             con,
             "SELECT turn_id, started_at, user_message, tool_calls, completed, explicit_learn "
@@ -116,7 +111,7 @@ def learnings(context: dg.AssetExecutionContext, warehouse: WarehouseResource):
         feedback = read_frame(
             con, "SELECT feedback_id, learning_id, turn_id, adopted, success, ts FROM raw.learning_feedback"
         )
-        deletions = read_table(con, DELETIONS_TABLE)
+        deletions = read_table(con, tables.LEARNING_DELETIONS)
         build = build_learnings(
             turns,
             feedback,
@@ -130,15 +125,15 @@ def learnings(context: dg.AssetExecutionContext, warehouse: WarehouseResource):
         if not validation.passed:
             raise _failure("learnings", [validation])
         with transaction(con):
-            replace_table(con, "main.learnings", build.learnings)
-            replace_table(con, "main.learning_reviews", build.reviews)
+            replace_table(con, tables.LEARNINGS, build.learnings)
+            replace_table(con, tables.LEARNING_REVIEWS, build.reviews)
     outcomes = build.reviews.group_by("outcome").len().sort("outcome").rows()
     feedback_counts = build.feedback_counts()
     orphans = build.feedback.filter(pl.col("status").is_in(["unknown_learning", "learning_deleted"]))
     yield dg.MaterializeResult(
         asset_key="learnings",
         metadata={
-            **table_metadata("main.learnings", build.learnings),
+            **table_metadata(tables.LEARNINGS, build.learnings),
             "as_of": as_of.isoformat(),
             "score_threshold": SETTINGS.learning_score_threshold,
             "min_calls": SETTINGS.learning_min_calls,
@@ -157,7 +152,7 @@ def learnings(context: dg.AssetExecutionContext, warehouse: WarehouseResource):
     )
     yield dg.MaterializeResult(
         asset_key="learning_reviews",
-        metadata={**table_metadata("main.learning_reviews", build.reviews), "outcomes": _md_counts(outcomes)},
+        metadata={**table_metadata(tables.LEARNING_REVIEWS, build.reviews), "outcomes": _md_counts(outcomes)},
     )
 
 
@@ -178,10 +173,10 @@ _DESCRIPTIONS = {
 
 
 @dg.multi_asset(
-    group_name=LEARNING_GROUP,
+    group_name=tables.LEARNING_GROUP,
     specs=[
         dg.AssetSpec(key, deps=METHODOLOGY_INPUTS, kinds=KINDS, description=_DESCRIPTIONS[key])
-        for key in METHODOLOGY_KEYS
+        for key in tables.METHODOLOGY_ASSETS
     ],
     check_specs=[
         dg.AssetCheckSpec(
@@ -290,9 +285,9 @@ def methodology_ladder(context: dg.AssetExecutionContext, warehouse: WarehouseRe
 
 
 @dg.asset(
-    name=HEARTBEAT_KEY,
-    group_name=LEARNING_GROUP,
-    deps=[*LEARNINGS_KEYS, *METHODOLOGY_KEYS],
+    name=tables.HEARTBEAT_ASSET,
+    group_name=tables.LEARNING_GROUP,
+    deps=[*tables.LEARNINGS_ASSETS, *tables.METHODOLOGY_ASSETS],
     kinds=KINDS,
     description="Heartbeat of the learning loop: one row per learning run (ok here, failed from a hook).",
 )
@@ -306,12 +301,12 @@ def methodology_cron_runs(
     run_id = context.run.run_id
     with warehouse.connect() as con:
         write_heartbeat(con, run_id=run_id, job_name=context.run.job_name, status="ok", detail=detail)
-        rows = scalar(con, f"SELECT count(*) FROM {HEARTBEAT_TABLE}")
-        ok = scalar(con, f"SELECT count(*) FROM {HEARTBEAT_TABLE} WHERE status = 'ok'")
-        status = scalar(con, f"SELECT status FROM {HEARTBEAT_TABLE} WHERE run_id = ?", [run_id])
+        rows = scalar(con, f"SELECT count(*) FROM {tables.METHODOLOGY_CRON_RUNS}")
+        ok = scalar(con, f"SELECT count(*) FROM {tables.METHODOLOGY_CRON_RUNS} WHERE status = 'ok'")
+        status = scalar(con, f"SELECT status FROM {tables.METHODOLOGY_CRON_RUNS} WHERE run_id = ?", [run_id])
     return dg.MaterializeResult(
         metadata={
-            "dagster/table_name": HEARTBEAT_TABLE,
+            "dagster/table_name": tables.METHODOLOGY_CRON_RUNS,
             "dagster/row_count": rows,
             "ok_heartbeats": ok,
             "this_run": status,

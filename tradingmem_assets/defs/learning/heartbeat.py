@@ -12,9 +12,9 @@ from datetime import UTC, datetime
 import duckdb
 import polars as pl
 
+from tradingmem_assets.lib import tables
 from tradingmem_assets.lib.warehouse import ensure_table, transaction
 
-HEARTBEAT_TABLE = "main.methodology_cron_runs"
 HEARTBEAT_SCHEMA = pl.Schema(
     {
         "run_id": pl.String(),
@@ -35,13 +35,17 @@ def write_heartbeat(
     now = datetime.now(UTC)
     text = json.dumps(detail, default=str, sort_keys=True)
     with transaction(con):
-        ensure_table(con, HEARTBEAT_TABLE, pl.DataFrame(schema=HEARTBEAT_SCHEMA))
+        ensure_table(con, tables.METHODOLOGY_CRON_RUNS, pl.DataFrame(schema=HEARTBEAT_SCHEMA))
         if status == "failed":
-            con.execute(f"DELETE FROM {HEARTBEAT_TABLE} WHERE run_id = ? AND status = 'ok'", [run_id])
-        exists = con.execute(f"SELECT count(*) FROM {HEARTBEAT_TABLE} WHERE run_id = ?", [run_id]).fetchall()
+            con.execute(
+                f"DELETE FROM {tables.METHODOLOGY_CRON_RUNS} WHERE run_id = ? AND status = 'ok'", [run_id]
+            )
+        exists = con.execute(
+            f"SELECT count(*) FROM {tables.METHODOLOGY_CRON_RUNS} WHERE run_id = ?", [run_id]
+        ).fetchall()
         if exists[0][0]:
             return
         con.execute(
-            f"INSERT INTO {HEARTBEAT_TABLE} (run_id, job_name, status, ts, detail) VALUES (?, ?, ?, ?, ?)",
+            f"INSERT INTO {tables.METHODOLOGY_CRON_RUNS} (run_id, job_name, status, ts, detail) VALUES (?, ?, ?, ?, ?)",
             [run_id, job_name, status, now, text],
         )

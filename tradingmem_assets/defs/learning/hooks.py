@@ -9,8 +9,8 @@ the audit's cron_health already counts against the loop.
 
 import dagster as dg
 
-from tradingmem_assets.defs.learning.constants import LEARNING_ASSET_KEYS
 from tradingmem_assets.defs.learning.heartbeat import write_heartbeat
+from tradingmem_assets.lib import tables
 
 
 def run_includes_learning(instance: dg.DagsterInstance, run_id: str) -> bool:
@@ -18,7 +18,7 @@ def run_includes_learning(instance: dg.DagsterInstance, run_id: str) -> bool:
     run = instance.get_run_by_id(run_id)
     if run is None or run.asset_selection is None:
         return True
-    return bool(set(run.asset_selection) & LEARNING_ASSET_KEYS)
+    return any(key.to_user_string() in tables.LEARNING_ASSETS for key in run.asset_selection)
 
 
 @dg.failure_hook(name="learning_failure_heartbeat", required_resource_keys={"warehouse"})

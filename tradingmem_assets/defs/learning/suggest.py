@@ -13,6 +13,7 @@ from typing import Any
 
 import polars as pl
 
+from tradingmem_assets.lib import tables
 from tradingmem_assets.lib.similarity import tfidf_cosine
 
 
@@ -63,9 +64,9 @@ def suggest(
     if not path.exists():
         return []
     with connection(path, read_only=True) as con:
-        if not table_exists(con, "main.learnings"):
+        if not table_exists(con, tables.LEARNINGS):
             return []
-        frame = read_table(con, "main.learnings")
+        frame = read_table(con, tables.LEARNINGS)
     rows = rank_learnings(frame, message, k=k, max_tier=max_tier).to_dicts()
     for row in rows:
         row["tool_sequence"] = json.loads(row["tool_sequence"])

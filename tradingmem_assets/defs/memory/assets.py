@@ -3,20 +3,21 @@
 import dagster as dg
 import polars as pl
 
-from tradingmem_assets.defs.landing.assets import raw_key
 from tradingmem_assets.defs.memory import layers as memory
 from tradingmem_assets.defs.memory.layers import as_utc
 from tradingmem_assets.defs.profile import invariants as schemas
-from tradingmem_assets.defs.profile.common import PROFILE_GROUP, fail_on, read_columns
+from tradingmem_assets.defs.profile.common import fail_on, read_columns
 from tradingmem_assets.defs.resources import WarehouseResource
+from tradingmem_assets.lib import tables
 from tradingmem_assets.lib.dagster_kit import check_result, table_metadata
+from tradingmem_assets.lib.tables import raw_key
 from tradingmem_assets.lib.validation import validate
 from tradingmem_assets.lib.warehouse import read_frame, replace_table, transaction
 from tradingmem_assets.settings import SETTINGS
 
 
 @dg.asset(
-    group_name=PROFILE_GROUP,
+    group_name=tables.PROFILE_GROUP,
     deps=[raw_key("conversation_message")],
     kinds={"duckdb", "polars"},
     description="Short-term memory: the newest messages (<= 4096 tokens) of each session active at as_of; "
@@ -34,13 +35,15 @@ from tradingmem_assets.settings import SETTINGS
 def session_contexts(context: dg.AssetExecutionContext, warehouse: WarehouseResource) -> dg.MaterializeResult:
     as_of = warehouse.as_of_ts
     with warehouse.connect() as con:
-        read_columns(con, "raw.conversation_message", ["message_id"], limit=0)  # clear failure if missing
+        read_columns(
+            con, tables.raw_table("conversation_message"), ["message_id"], limit=0
+        )  # clear failure if missing
         messages = read_frame(con, memory.ACTIVE_SESSION_MESSAGES_SQL, [as_of])
         result = memory.session_contexts(messages, as_of)
         validation = validate(schemas.session_contexts_schema(as_of), result.contexts)
         fail_on(validation, "session_contexts")
         with transaction(con):
-            replace_table(con, "main.session_contexts", result.contexts)
+            replace_table(con, tables.SESSION_CONTEXTS, result.contexts)
     mixed = result.mixed_customer_sessions
     if mixed.height:
         context.log.warning(
@@ -49,7 +52,7 @@ def session_contexts(context: dg.AssetExecutionContext, warehouse: WarehouseReso
         )
     return dg.MaterializeResult(
         metadata={
-            **table_metadata("main.session_contexts", result.contexts),
+            **table_metadata(tables.SESSION_CONTEXTS, result.contexts),
             "as_of": as_of.isoformat(),
             "active_sessions": result.active_sessions,
             "sessions_refused_mixed_customers": mixed.height,
@@ -80,7 +83,7 @@ FROM main.user_facts
 
 
 @dg.multi_asset(
-    group_name=PROFILE_GROUP,
+    group_name=tables.PROFILE_GROUP,
     specs=[
         dg.AssetSpec(
             "memory_promotions",
@@ -110,8 +113,10 @@ def memory_promotion(context: dg.AssetExecutionContext, warehouse: WarehouseReso
     as_of = warehouse.as_of_ts
     stale_days = SETTINGS.memory_stale_days
     with warehouse.connect() as con:
-        read_columns(con, "raw.memory_unit", memory.UNIT_COLUMNS, limit=0)  # clear failure if missing
-        read_columns(con, "raw.memory_evidence", ["unit_id", "created_at"], limit=0)
+        read_columns(
+            con, tables.raw_table("memory_unit"), memory.UNIT_COLUMNS, limit=0
+        )  # clear failure if missing
+        read_columns(con, tables.raw_table("memory_evidence"), ["unit_id", "created_at"], limit=0)
         with transaction(con):  # a broken red line raises here: both tables stay as they were
             memory.create_promotions(con, as_of, stale_days)
             memory.create_user_facts(con)
@@ -125,7 +130,7 @@ def memory_promotion(context: dg.AssetExecutionContext, warehouse: WarehouseReso
         asset_key="memory_promotions",
         metadata={
             **table_metadata(
-                "main.memory_promotions",
+                tables.MEMORY_PROMOTIONS,
                 pl.DataFrame(schema=memory.MEMORY_PROMOTIONS_SCHEMA),
                 row_count=promotions,
             ),
@@ -140,7 +145,7 @@ def memory_promotion(context: dg.AssetExecutionContext, warehouse: WarehouseReso
         asset_key="user_facts",
         metadata={
             **table_metadata(
-                "main.user_facts", pl.DataFrame(schema=memory.USER_FACTS_SCHEMA), row_count=facts
+                tables.USER_FACTS, pl.DataFrame(schema=memory.USER_FACTS_SCHEMA), row_count=facts
             ),
             "critical_facts": critical,
             "customers_with_facts": customers,

@@ -35,6 +35,8 @@ from datetime import datetime, timedelta
 import duckdb
 import polars as pl
 
+from tradingmem_assets.lib import tables
+
 SESSION_IDLE = timedelta(minutes=30)
 SESSION_MAX_AGE = timedelta(hours=24)
 SESSION_TOKEN_BUDGET = 4096
@@ -366,7 +368,7 @@ WHERE created_at <= $as_of
 
 
 def create_promotions(
-    con: duckdb.DuckDBPyConnection, as_of: datetime, stale_days: int, table: str = "main.memory_promotions"
+    con: duckdb.DuckDBPyConnection, as_of: datetime, stale_days: int, table: str = tables.MEMORY_PROMOTIONS
 ) -> None:
     """The promotion decision of every memory unit known at ``as_of`` (created_at <= as_of), into
     ``table`` (MEMORY_PROMOTIONS_SCHEMA, ordered by unit_id). Reads raw.memory_unit and
@@ -389,7 +391,7 @@ WHERE status = 'promoted'
 
 
 def create_user_facts(
-    con: duckdb.DuckDBPyConnection, promotions: str = "main.memory_promotions", table: str = "main.user_facts"
+    con: duckdb.DuckDBPyConnection, promotions: str = tables.MEMORY_PROMOTIONS, table: str = tables.USER_FACTS
 ) -> None:
     """``user_facts_sql`` into ``table``, ordered by customer_id, fact_key, fact_id."""
     order = "customer_id, fact_key, fact_id"

@@ -10,7 +10,6 @@ import os
 import dagster as dg
 import polars as pl
 
-from tradingmem_assets.defs.landing.assets import raw_key
 from tradingmem_assets.defs.migration.backup import (
     LEGACY_COLUMNS,
     MANIFEST_SCHEMA,
@@ -56,18 +55,14 @@ from tradingmem_assets.defs.migration.invariants import (
 )
 from tradingmem_assets.defs.migration.partitions import LEGACY_MONTHLY_PARTITIONS
 from tradingmem_assets.defs.resources import WarehouseResource
+from tradingmem_assets.lib import tables
 from tradingmem_assets.lib.dagster_kit import table_metadata
+from tradingmem_assets.lib.tables import raw_key
 from tradingmem_assets.lib.validation import validate
 from tradingmem_assets.lib.warehouse import append_rows, ensure_table, transaction
 
-MIGRATION_GROUP = "migration"
-MANIFEST_TABLE = "main.migration_backups"
-CASES_TABLE = "main.migrated_role_cases"
-REJECTS_TABLE = "main.migration_rejects"
-REPORT_TABLE = "main.migration_conservation_report"
-
 _PARTITIONED = dict(
-    group_name=MIGRATION_GROUP,
+    group_name=tables.MIGRATION_GROUP,
     partitions_def=LEGACY_MONTHLY_PARTITIONS,
     backfill_policy=dg.BackfillPolicy.single_run(),
 )
@@ -113,7 +108,9 @@ def legacy_role_memory_backup(context: dg.AssetExecutionContext, warehouse: Ware
         except MigrationInputError as exc:
             raise dg.Failure(description=str(exc)) from exc
         backups = prepare_backups(rows, keys, warehouse.backup_dir)
-        manifest = manifest_rows(backups, read_manifest(con, MANIFEST_TABLE, keys), warehouse.as_of_ts)
+        manifest = manifest_rows(
+            backups, read_manifest(con, tables.MIGRATION_BACKUPS, keys), warehouse.as_of_ts
+        )
         manifest_check = validate(MIGRATION_BACKUPS_SCHEMA, manifest)
         if not manifest_check.passed:
             raise dg.Failure(
@@ -123,7 +120,7 @@ def legacy_role_memory_backup(context: dg.AssetExecutionContext, warehouse: Ware
         staged = [(b, stage_backup(b)) for b in backups]
         try:
             with transaction(con):
-                _replace_partitions(con, MANIFEST_TABLE, MANIFEST_SCHEMA, keys, manifest)
+                _replace_partitions(con, tables.MIGRATION_BACKUPS, MANIFEST_SCHEMA, keys, manifest)
                 # the files move into place only while the manifest write can still roll back
                 for backup, tmp in staged:
                     if tmp is not None:
@@ -148,7 +145,7 @@ def legacy_role_memory_backup(context: dg.AssetExecutionContext, warehouse: Ware
     per_partition = manifest.filter(pl.col("row_count") > 0).select("partition_key", "row_count", "sha256")
     return dg.MaterializeResult(
         metadata={
-            **table_metadata(MANIFEST_TABLE, manifest),
+            **table_metadata(tables.MIGRATION_BACKUPS, manifest),
             "partitions": _range_text(keys),
             "rows_backed_up": rows.height,
             "files_written": written,
@@ -195,7 +192,7 @@ def migrated_role_cases(context: dg.AssetExecutionContext, warehouse: WarehouseR
     keys = list(context.partition_keys)
     roles = {r.role_id: r.skill_id for r in warehouse.registry().roles.values()}
     with warehouse.connect() as con:
-        manifest = read_manifest(con, MANIFEST_TABLE, keys)
+        manifest = read_manifest(con, tables.MIGRATION_BACKUPS, keys)
         try:
             rows = load_verified_backups(manifest, keys)
         except MigrationInputError as exc:
@@ -217,8 +214,8 @@ def migrated_role_cases(context: dg.AssetExecutionContext, warehouse: WarehouseR
                 metadata={"summary": dg.MetadataValue.md(validation.summary())},
             )
         with transaction(con):
-            _replace_partitions(con, CASES_TABLE, CASES_SCHEMA, keys, cases)
-            _replace_partitions(con, REJECTS_TABLE, REJECTS_SCHEMA, keys, rejects)
+            _replace_partitions(con, tables.MIGRATED_ROLE_CASES, CASES_SCHEMA, keys, cases)
+            _replace_partitions(con, tables.MIGRATION_REJECTS, REJECTS_SCHEMA, keys, rejects)
 
     status = dict(cases.group_by("status").len().rows())
     reasons = rejects.group_by("reason").len().sort("len", descending=True)
@@ -227,7 +224,7 @@ def migrated_role_cases(context: dg.AssetExecutionContext, warehouse: WarehouseR
     )
     return dg.MaterializeResult(
         metadata={
-            **table_metadata(CASES_TABLE, cases),
+            **table_metadata(tables.MIGRATED_ROLE_CASES, cases),
             "partitions": _range_text(keys),
             "rows_in": rows.height,
             "migrated": status.get("migrated", 0),
@@ -235,7 +232,7 @@ def migrated_role_cases(context: dg.AssetExecutionContext, warehouse: WarehouseR
             "rejected": rejects.height,
             "reject_reasons": _md_table(reasons),
             "quarantined_roles": _md_table(unknown),
-            "rejects_table": dg.MetadataValue.text(REJECTS_TABLE),
+            "rejects_table": dg.MetadataValue.text(tables.MIGRATION_REJECTS),
         },
         check_results=[validation_result(MIGRATED_INVARIANTS_CHECK, validation, MIGRATED_ASSET)],
     )
@@ -252,19 +249,19 @@ def migrated_role_cases(context: dg.AssetExecutionContext, warehouse: WarehouseR
 def migration_conservation_report(context: dg.AssetExecutionContext, warehouse: WarehouseResource):
     keys = list(context.partition_keys)
     with warehouse.connect() as con:
-        backups = inspect_backups(read_manifest(con, MANIFEST_TABLE, keys), keys)
-        counts = partition_counts(con, CASES_TABLE, REJECTS_TABLE, keys)
+        backups = inspect_backups(read_manifest(con, tables.MIGRATION_BACKUPS, keys), keys)
+        counts = partition_counts(con, tables.MIGRATED_ROLE_CASES, tables.MIGRATION_REJECTS, keys)
         report = conservation_report(backups, counts)
         # The report is the finding: it is written even when a partition is not conserved, so the
         # operator can read why; the blocking check below then stops the run.
         with transaction(con):
-            _replace_partitions(con, REPORT_TABLE, REPORT_SCHEMA, keys, report)
+            _replace_partitions(con, tables.MIGRATION_CONSERVATION_REPORT, REPORT_SCHEMA, keys, report)
     validation = validate(CONSERVATION_REPORT_SCHEMA, report)
     bad = report.filter(~pl.col("conserved")).select("partition_key", "detail")
     result = validation_result(CONSERVATION_CHECK, validation, REPORT_ASSET)
     return dg.MaterializeResult(
         metadata={
-            **table_metadata(REPORT_TABLE, report),
+            **table_metadata(tables.MIGRATION_CONSERVATION_REPORT, report),
             "partitions": _range_text(keys),
             "rows_in": int(report.get_column("rows_in").sum()),
             "migrated": int(report.get_column("migrated").sum()),
@@ -285,7 +282,7 @@ def migration_conservation_report(context: dg.AssetExecutionContext, warehouse: 
 
 legacy_migration_job = dg.define_asset_job(
     name="legacy_migration_job",
-    selection=dg.AssetSelection.groups(MIGRATION_GROUP),
+    selection=dg.AssetSelection.groups(tables.MIGRATION_GROUP),
     partitions_def=LEGACY_MONTHLY_PARTITIONS,
     description="Back up, migrate and reconcile legacy role memory, one month per partition.",
     executor_def=dg.in_process_executor,

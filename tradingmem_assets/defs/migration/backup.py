@@ -22,9 +22,10 @@ import pyarrow.parquet as pq
 
 from tradingmem_assets.defs.landing.invariants import LANDING_TABLES
 from tradingmem_assets.defs.migration.classification import UTC_TS, partition_key_sql
+from tradingmem_assets.lib import tables
 from tradingmem_assets.lib.warehouse import read_frame, table_exists
 
-LEGACY_TABLE = "raw.legacy_role_memory"
+LEGACY_TABLE = tables.raw_table("legacy_role_memory")
 BACKUP_SUBDIR = "legacy_role_memory"
 
 LEGACY_SCHEMA: pl.Schema = LANDING_TABLES["legacy_role_memory"].polars_schema()

@@ -8,20 +8,16 @@ the asset graph shows that no consumer reads memory_unit.
 import dagster as dg
 import polars as pl
 
-from tradingmem_assets.defs.landing.assets import raw_key
 from tradingmem_assets.defs.profile import invariants as schemas
 from tradingmem_assets.defs.profile import ownership as profile
 from tradingmem_assets.defs.profile import snapshots
 from tradingmem_assets.defs.profile.common import (
-    PROFILE_GROUP,
     customer_ranges,
     fail_on,
     read_columns,
     validate_by_customer,
 )
 from tradingmem_assets.defs.profile.writes import (
-    PROFILE_TABLE,
-    SNAPSHOTS_TABLE,
     ensure_profile_tables,
     mark_rewrites,
     remove_vanished,
@@ -29,7 +25,9 @@ from tradingmem_assets.defs.profile.writes import (
     write_profiles,
 )
 from tradingmem_assets.defs.resources import WarehouseResource
+from tradingmem_assets.lib import tables
 from tradingmem_assets.lib.dagster_kit import check_result, table_metadata
+from tradingmem_assets.lib.tables import raw_key
 from tradingmem_assets.lib.validation import validate
 from tradingmem_assets.lib.warehouse import read_frame, replace_table, transaction
 
@@ -38,11 +36,11 @@ CHUNK_SIZE = 100_000  # customers validated at once: bounds what comes into Pyth
 BUILD = "_profile_build"
 EXPECTED = "_profile_expected"
 INPUTS = {  # table: a column, to fail clearly when it is missing
-    "raw.customers": "customer_id",
-    "raw.questionnaire_results": "assessment_id",
-    "raw.customer_transactions": "txn_id",
-    "main.user_facts": "fact_id",
-    "main.memory_promotions": "unit_id",
+    tables.raw_table("customers"): "customer_id",
+    tables.raw_table("questionnaire_results"): "assessment_id",
+    tables.raw_table("customer_transactions"): "txn_id",
+    tables.USER_FACTS: "fact_id",
+    tables.MEMORY_PROMOTIONS: "unit_id",
 }
 
 
@@ -59,7 +57,7 @@ def profile_checked_sql(customers: str) -> str:
 
 SNAPSHOTS_CHECKED_SQL = f"""
 SELECT s.snapshot_id, s.customer_id, s.version, s.snapshot_hash, s.is_current, p.snapshot_hash AS profile_hash
-FROM {SNAPSHOTS_TABLE} s LEFT JOIN {BUILD} p USING (customer_id)
+FROM {tables.PROFILE_SNAPSHOTS} s LEFT JOIN {BUILD} p USING (customer_id)
 """
 PROFILE_COUNTS_SQL = f"""
 SELECT count(*) AS profiles,
@@ -68,13 +66,13 @@ SELECT count(*) AS profiles,
            AS self_reported,
        count(*) FILTER (WHERE list_contains(risk_tags, $conflict)) AS conflicts,
        (SELECT count(*) FROM raw.customers) AS customers,
-       (SELECT count(*) FROM {SNAPSHOTS_TABLE}) AS snapshots
+       (SELECT count(*) FROM {tables.PROFILE_SNAPSHOTS}) AS snapshots
 FROM {BUILD}
 """
 
 
 @dg.multi_asset(
-    group_name=PROFILE_GROUP,
+    group_name=tables.PROFILE_GROUP,
     specs=[
         dg.AssetSpec(
             "fin_customer_profile",
@@ -135,7 +133,7 @@ def customer_profile(context: dg.AssetExecutionContext, warehouse: WarehouseReso
                 customer_ranges(con, BUILD, CHUNK_SIZE),
             )
             fail_on(profile_validation, "fin_customer_profile")
-            snapshots.assign_versions(con, BUILD, snapshots.latest_sql(SNAPSHOTS_TABLE))
+            snapshots.assign_versions(con, BUILD, snapshots.latest_sql(tables.PROFILE_SNAPSHOTS))
             rewritten = mark_rewrites(con, BUILD)
             write_profiles(con, BUILD)
             superseded, appended = supersede_and_append(con, BUILD, as_of)
@@ -159,7 +157,9 @@ def customer_profile(context: dg.AssetExecutionContext, warehouse: WarehouseReso
         asset_key="fin_customer_profile",
         metadata={
             **table_metadata(
-                PROFILE_TABLE, pl.DataFrame(schema=profile.PROFILE_SCHEMA), row_count=counts["profiles"]
+                tables.FIN_CUSTOMER_PROFILE,
+                pl.DataFrame(schema=profile.PROFILE_SCHEMA),
+                row_count=counts["profiles"],
             ),
             "as_of": as_of.isoformat(),
             "rows_rewritten": rewritten,
@@ -180,7 +180,7 @@ def customer_profile(context: dg.AssetExecutionContext, warehouse: WarehouseReso
         asset_key="profile_snapshots",
         metadata={
             **table_metadata(
-                SNAPSHOTS_TABLE,
+                tables.PROFILE_SNAPSHOTS,
                 pl.DataFrame(schema=snapshots.SNAPSHOTS_SCHEMA),
                 row_count=counts["snapshots"],
             ),
@@ -210,7 +210,7 @@ ORDER BY customer_id
 
 
 @dg.asset(
-    group_name=PROFILE_GROUP,
+    group_name=tables.PROFILE_GROUP,
     deps=["fin_customer_profile"],
     kinds={"duckdb"},
     description="What advisors and risk see: the current profile only (never memory_unit), with the "
@@ -219,7 +219,7 @@ ORDER BY customer_id
 def advisor_customer_view(warehouse: WarehouseResource) -> dg.MaterializeResult:
     with warehouse.connect() as con:
         read_columns(
-            con, PROFILE_TABLE, ["customer_id"], limit=0
+            con, tables.FIN_CUSTOMER_PROFILE, ["customer_id"], limit=0
         )  # clear failure when the profile is missing
         with transaction(con):
             con.execute(ADVISOR_VIEW_SQL)
@@ -231,7 +231,7 @@ def advisor_customer_view(warehouse: WarehouseResource) -> dg.MaterializeResult:
         ).fetchall()[0]
     return dg.MaterializeResult(
         metadata={
-            **table_metadata("main.advisor_customer_view", view, row_count=int(counts[0])),
+            **table_metadata(tables.ADVISOR_CUSTOMER_VIEW, view, row_count=int(counts[0])),
             "suitability_conflicts": int(counts[1]),
             "needs_questionnaire": int(counts[2]),
         }
@@ -239,7 +239,7 @@ def advisor_customer_view(warehouse: WarehouseResource) -> dg.MaterializeResult:
 
 
 @dg.asset(
-    group_name=PROFILE_GROUP,
+    group_name=tables.PROFILE_GROUP,
     deps=[raw_key("kb_documents")],
     kinds={"duckdb", "polars"},
     description="The customer-facing knowledge base: public kb_documents only.",
@@ -254,16 +254,18 @@ def advisor_customer_view(warehouse: WarehouseResource) -> dg.MaterializeResult:
 )
 def customer_kb(warehouse: WarehouseResource) -> dg.MaterializeResult:
     with warehouse.connect() as con:
-        documents = read_columns(con, "raw.kb_documents", ["doc_id", "title", "visibility", "body"])
+        documents = read_columns(
+            con, tables.raw_table("kb_documents"), ["doc_id", "title", "visibility", "body"]
+        )
         kb = profile.customer_kb(documents)
         source = read_frame(con, "SELECT doc_id, visibility AS source_visibility FROM raw.kb_documents")
         validation = validate(schemas.CUSTOMER_KB_SCHEMA, kb.join(source, on="doc_id", how="left"))
         fail_on(validation, "customer_kb")
         with transaction(con):
-            replace_table(con, "main.customer_kb", kb)
+            replace_table(con, tables.CUSTOMER_KB, kb)
     return dg.MaterializeResult(
         metadata={
-            **table_metadata("main.customer_kb", kb),
+            **table_metadata(tables.CUSTOMER_KB, kb),
             "internal_documents_withheld": documents.height - kb.height,
         },
         check_results=[check_result(schemas.KB_CHECK, validation, dg.AssetKey("customer_kb"))],

@@ -12,8 +12,6 @@ from tradingmem_assets.defs.memory.layers import as_utc
 from tradingmem_assets.lib.validation import Validation, validate
 from tradingmem_assets.lib.warehouse import read_frame, table_exists
 
-PROFILE_GROUP = "profile"
-
 
 def read_columns(
     con: duckdb.DuckDBPyConnection, table: str, columns: Sequence[str], limit: int | None = None

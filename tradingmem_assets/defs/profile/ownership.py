@@ -39,6 +39,7 @@ import duckdb
 import polars as pl
 
 from tradingmem_assets.defs.memory.layers import ASSET_CLASS_KEY, HORIZON_KEY, RISK_LEVEL_KEY
+from tradingmem_assets.lib import tables
 
 TS = pl.Datetime("us", "UTC")
 FREQUENCY_WINDOW = timedelta(days=30)
@@ -593,7 +594,7 @@ def profile_rows_sql(source: str, also: tuple[str, ...] = ()) -> str:
 
 
 BUILD_INPUTS: dict[str, dict[str, pl.DataType]] = {
-    "raw.customers": {
+    tables.raw_table("customers"): {
         "customer_id": pl.String(),
         "real_name": pl.String(),
         "birth_date": pl.Date(),
@@ -601,13 +602,13 @@ BUILD_INPUTS: dict[str, dict[str, pl.DataType]] = {
         "mobile": pl.String(),
         "opened_at": TS,
     },
-    "raw.questionnaire_results": {
+    tables.raw_table("questionnaire_results"): {
         "assessment_id": pl.String(),
         "customer_id": pl.String(),
         "investor_type": pl.String(),
         "assessed_at": TS,
     },
-    "raw.customer_transactions": {
+    tables.raw_table("customer_transactions"): {
         "txn_id": pl.String(),
         "customer_id": pl.String(),
         "ts": TS,
@@ -615,7 +616,7 @@ BUILD_INPUTS: dict[str, dict[str, pl.DataType]] = {
         "side": pl.String(),
         "balance_after": pl.Float64(),
     },
-    "main.user_facts": {
+    tables.USER_FACTS: {
         "fact_id": pl.String(),
         "customer_id": pl.String(),
         "fact_key": pl.String(),
@@ -625,7 +626,7 @@ BUILD_INPUTS: dict[str, dict[str, pl.DataType]] = {
         "source_unit_id": pl.String(),
         "promoted_at": TS,
     },
-    "main.memory_promotions": {
+    tables.MEMORY_PROMOTIONS: {
         "unit_id": pl.String(),
         "customer_id": pl.String(),
         "fact_key": pl.String(),

@@ -14,17 +14,15 @@ import polars as pl
 
 from tradingmem_assets.defs.profile import ownership as profile
 from tradingmem_assets.defs.profile import snapshots
+from tradingmem_assets.lib import tables
 from tradingmem_assets.lib.warehouse import replace_table, scalar, table_exists
-
-PROFILE_TABLE = "main.fin_customer_profile"
-SNAPSHOTS_TABLE = "main.profile_snapshots"
 
 
 def ensure_profile_tables(con: duckdb.DuckDBPyConnection) -> None:
     """Create both tables when missing; a profile table of another layout is rebuilt (call inside the
     transaction, so a failed run keeps the old one)."""
     empty = pl.DataFrame(schema=profile.PROFILE_SCHEMA)
-    if table_exists(con, PROFILE_TABLE):
+    if table_exists(con, tables.FIN_CUSTOMER_PROFILE):
         columns = [
             r[0]
             for r in con.execute(
@@ -34,11 +32,11 @@ def ensure_profile_tables(con: duckdb.DuckDBPyConnection) -> None:
             ).fetchall()
         ]
         if columns != empty.columns:
-            replace_table(con, PROFILE_TABLE, empty)
+            replace_table(con, tables.FIN_CUSTOMER_PROFILE, empty)
     else:
-        replace_table(con, PROFILE_TABLE, empty)
-    if not table_exists(con, SNAPSHOTS_TABLE):
-        replace_table(con, SNAPSHOTS_TABLE, pl.DataFrame(schema=snapshots.SNAPSHOTS_SCHEMA))
+        replace_table(con, tables.FIN_CUSTOMER_PROFILE, empty)
+    if not table_exists(con, tables.PROFILE_SNAPSHOTS):
+        replace_table(con, tables.PROFILE_SNAPSHOTS, pl.DataFrame(schema=snapshots.SNAPSHOTS_SCHEMA))
 
 
 def mark_rewrites(con: duckdb.DuckDBPyConnection, build: str) -> int:
@@ -52,7 +50,7 @@ def mark_rewrites(con: duckdb.DuckDBPyConnection, build: str) -> int:
         SELECT customer_id
         FROM (SELECT b.*, s.snapshot_hash AS stored_hash, s.profile_version AS stored_version,
                      s.generation_basis AS stored_basis
-              FROM {build} b JOIN {PROFILE_TABLE} s USING (customer_id))
+              FROM {build} b JOIN {tables.FIN_CUSTOMER_PROFILE} s USING (customer_id))
         WHERE stored_hash = snapshot_hash AND stored_version IS NOT DISTINCT FROM profile_version
           AND stored_basis = ({profile.generation_basis_sql()})
     """
@@ -64,18 +62,22 @@ def write_profiles(con: duckdb.DuckDBPyConnection, build: str) -> None:
     """Replace the stored rows marked ``rewrite`` (and add the new ones), in the build's order."""
     cols = ", ".join(f'"{c}"' for c in profile.PROFILE_SCHEMA.names())
     rows = f"(SELECT * FROM {build} WHERE rewrite)"
-    con.execute(f"DELETE FROM {PROFILE_TABLE} WHERE customer_id IN (SELECT customer_id FROM {rows})")
-    con.execute(f"INSERT INTO {PROFILE_TABLE} ({cols}) SELECT {cols} FROM ({profile.profile_rows_sql(rows)})")
+    con.execute(
+        f"DELETE FROM {tables.FIN_CUSTOMER_PROFILE} WHERE customer_id IN (SELECT customer_id FROM {rows})"
+    )
+    con.execute(
+        f"INSERT INTO {tables.FIN_CUSTOMER_PROFILE} ({cols}) SELECT {cols} FROM ({profile.profile_rows_sql(rows)})"
+    )
 
 
 def supersede_and_append(con: duckdb.DuckDBPyConnection, build: str, as_of: datetime) -> tuple[int, int]:
     """Flip is_current off the superseded versions, then append the new ones (old rows stay as they
     were); returns (superseded, appended)."""
-    superseded = snapshots.supersede(con, SNAPSHOTS_TABLE, build)
+    superseded = snapshots.supersede(con, tables.PROFILE_SNAPSHOTS, build)
     cols = ", ".join(f'"{c}"' for c in snapshots.SNAPSHOTS_SCHEMA.names())
     rows = f"({profile.profile_rows_sql(f'(SELECT * FROM {build} WHERE is_new)')})"
     appended = con.execute(
-        f"INSERT INTO {SNAPSHOTS_TABLE} ({cols}) SELECT {cols} FROM ({snapshots.new_snapshots_sql(rows)})",
+        f"INSERT INTO {tables.PROFILE_SNAPSHOTS} ({cols}) SELECT {cols} FROM ({snapshots.new_snapshots_sql(rows)})",
         {"as_of": as_of},
     ).fetchall()[0][0]
     return superseded, int(appended)
@@ -84,7 +86,7 @@ def supersede_and_append(con: duckdb.DuckDBPyConnection, build: str, as_of: date
 def remove_vanished(con: duckdb.DuckDBPyConnection, build: str) -> int:
     """Drop the current profile of customers no longer present (their snapshots stay)."""
     vanished = f"customer_id NOT IN (SELECT customer_id FROM {build})"
-    gone = int(scalar(con, f"SELECT count(*) FROM {PROFILE_TABLE} WHERE {vanished}") or 0)
+    gone = int(scalar(con, f"SELECT count(*) FROM {tables.FIN_CUSTOMER_PROFILE} WHERE {vanished}") or 0)
     if gone:
-        con.execute(f"DELETE FROM {PROFILE_TABLE} WHERE {vanished}")
+        con.execute(f"DELETE FROM {tables.FIN_CUSTOMER_PROFILE} WHERE {vanished}")
     return gone

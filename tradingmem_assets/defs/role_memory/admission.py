@@ -40,6 +40,7 @@ import polars as pl
 import pyarrow as pa
 
 from tradingmem_assets.defs.role_memory.reflection import outcome_sql
+from tradingmem_assets.lib import tables
 from tradingmem_assets.lib.vocabulary import AUTOMATED_SOURCES, LINK_FIELDS, MANUAL_SOURCES
 from tradingmem_assets.lib.warehouse import table_exists
 
@@ -362,8 +363,8 @@ def admit(
         with _exposed(
             con,
             {
-                "_tm_runs": ("main.evaluation_runs", _RUNS_EMPTY),
-                "_tm_components": ("main.evaluation_components", _COMPONENTS_EMPTY),
+                "_tm_runs": (tables.EVALUATION_RUNS, _RUNS_EMPTY),
+                "_tm_components": (tables.EVALUATION_COMPONENTS, _COMPONENTS_EMPTY),
             },
         ):
             outcome = outcome_sql("excess_return", "noise_band")
@@ -394,7 +395,7 @@ ORDER BY c.role_id, c.symbol, c.case_id
 
 
 def write_cases(
-    con: duckdb.DuckDBPyConnection, admitted: str, as_of: datetime, table: str = "main.role_cases"
+    con: duckdb.DuckDBPyConnection, admitted: str, as_of: datetime, table: str = tables.ROLE_CASES
 ) -> None:
     """Replace ``table`` with the ``admitted`` cases, sorted; reasons stay VARCHAR[], provenance is JSON.
 
@@ -447,7 +448,7 @@ FROM expected x FULL OUTER JOIN seen s ON s.decision_id = x.decision_id
 """
 
 
-def with_chain(con: duckdb.DuckDBPyConnection, cases: str = "main.role_cases") -> duckdb.DuckDBPyRelation:
+def with_chain(con: duckdb.DuckDBPyConnection, cases: str = tables.ROLE_CASES) -> duckdb.DuckDBPyRelation:
     """Cases with the source facts of their linked execution, read from ``raw.trade_executions``.
 
     A lazy relation: stream it (``schemas.role_memory.validate_relation``) or ``.pl()`` a small one.
@@ -456,7 +457,7 @@ def with_chain(con: duckdb.DuckDBPyConnection, cases: str = "main.role_cases") -
 
 
 def decision_coverage(
-    con: duckdb.DuckDBPyConnection, as_of: datetime, cases: str = "main.role_cases"
+    con: duckdb.DuckDBPyConnection, as_of: datetime, cases: str = tables.ROLE_CASES
 ) -> duckdb.DuckDBPyRelation:
     """Per decision: does it name a role, and how many cases does it have (must be exactly one)."""
     return con.sql(COVERAGE_SQL.format(cases=cases), params=[as_of])

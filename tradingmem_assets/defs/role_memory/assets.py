@@ -11,7 +11,6 @@ from collections.abc import Iterator
 import dagster as dg
 import polars as pl
 
-from tradingmem_assets.defs.landing.assets import raw_key
 from tradingmem_assets.defs.resources import WarehouseResource
 from tradingmem_assets.defs.role_memory import invariants as schemas
 from tradingmem_assets.defs.role_memory.admission import (
@@ -34,13 +33,14 @@ from tradingmem_assets.defs.role_memory.reflection import (
     reflection_inputs,
     role_stats,
 )
+from tradingmem_assets.lib import tables
 from tradingmem_assets.lib.budget import BudgetTracker, ensure_usage_table
 from tradingmem_assets.lib.dagster_kit import table_metadata
+from tradingmem_assets.lib.tables import raw_key
 from tradingmem_assets.lib.validation import Validation, validate
 from tradingmem_assets.lib.warehouse import replace_table, scalar, table_exists, transaction
 from tradingmem_assets.settings import SETTINGS
 
-ROLE_MEMORY_GROUP = "role_memory"
 ROLE_MEMORY_MODE = SETTINGS.role_memory_mode  # fixed for the life of this process
 OFF_MESSAGE = (
     "ROLE_MEMORY_MODE=off for this process: role memory read and wrote nothing "
@@ -103,7 +103,7 @@ def _counts_md(con, sql: str) -> dg.MetadataValue:
 
 @dg.asset(
     name="role_cases",
-    group_name=ROLE_MEMORY_GROUP,
+    group_name=tables.ROLE_MEMORY_GROUP,
     kinds={"duckdb", "polars"},
     deps=ROLE_CASES_INPUTS,
     output_required=False,
@@ -116,7 +116,7 @@ def role_cases(context: dg.AssetExecutionContext, warehouse: WarehouseResource):
     as_of = warehouse.as_of_ts
     registry = registry_frame(warehouse.registry().rows())
     with warehouse.connect() as con:
-        require_tables(con, "main.evaluation_runs", "main.evaluation_components")
+        require_tables(con, tables.EVALUATION_RUNS, tables.EVALUATION_COMPONENTS)
         admitted = admit(con, registry, as_of)
         # Validated before COMMIT, from the table as written: a failure rolls back to the previous
         # table (nothing is written).
@@ -139,7 +139,7 @@ def role_cases(context: dg.AssetExecutionContext, warehouse: WarehouseResource):
     context.log.info(f"role_cases at {as_of.isoformat()}: {total} cases, {status}")
     yield dg.MaterializeResult(
         metadata={
-            **table_metadata("main.role_cases", pl.DataFrame(schema=ROLE_CASES_SCHEMA), row_count=total),
+            **table_metadata(tables.ROLE_CASES, pl.DataFrame(schema=ROLE_CASES_SCHEMA), row_count=total),
             "as_of": as_of.isoformat(),
             "role_memory_mode": ROLE_MEMORY_MODE,
             "eligible": status.get("eligible", 0),
@@ -167,7 +167,7 @@ def make_reflector(con) -> Reflector:
 
 @dg.asset(
     name="role_reflections",
-    group_name=ROLE_MEMORY_GROUP,
+    group_name=tables.ROLE_MEMORY_GROUP,
     kinds={"duckdb", "polars"},
     deps=ROLE_REFLECTIONS_INPUTS,
     output_required=False,
@@ -180,7 +180,7 @@ def role_reflections(context: dg.AssetExecutionContext, warehouse: WarehouseReso
     as_of = warehouse.as_of_ts
     registry = registry_frame(warehouse.registry().rows())
     with warehouse.connect() as con:
-        require_tables(con, "main.role_cases", "main.evaluation_runs", "main.evaluation_components")
+        require_tables(con, tables.ROLE_CASES, tables.EVALUATION_RUNS, tables.EVALUATION_COMPONENTS)
         ensure_usage_table(con)  # the budget ledger exists even while no LLM is configured
         inputs = reflection_inputs(con, registry, as_of)
         reflector = make_reflector(con)
@@ -200,7 +200,7 @@ def role_reflections(context: dg.AssetExecutionContext, warehouse: WarehouseReso
             con, f"SELECT classification, count(*) FROM {batch.table} GROUP BY classification"
         )
     meta = {
-        **table_metadata("main.role_reflections", pl.DataFrame(schema=REFLECTIONS_SCHEMA), row_count=total),
+        **table_metadata(tables.ROLE_REFLECTIONS, pl.DataFrame(schema=REFLECTIONS_SCHEMA), row_count=total),
         "as_of": as_of.isoformat(),
         "role_memory_mode": ROLE_MEMORY_MODE,
         "reflector": reflector.name,
@@ -228,7 +228,7 @@ def role_reflections(context: dg.AssetExecutionContext, warehouse: WarehouseReso
 
 @dg.asset(
     name="role_stats",
-    group_name=ROLE_MEMORY_GROUP,
+    group_name=tables.ROLE_MEMORY_GROUP,
     kinds={"duckdb", "polars"},
     deps=["role_cases", "role_reflections", "evaluation_runs", "evaluation_components"],
     output_required=False,
@@ -243,20 +243,20 @@ def role_stats_asset(context: dg.AssetExecutionContext, warehouse: WarehouseReso
     with warehouse.connect() as con:
         require_tables(
             con,
-            "main.role_cases",
-            "main.role_reflections",
-            "main.evaluation_runs",
-            "main.evaluation_components",
+            tables.ROLE_CASES,
+            tables.ROLE_REFLECTIONS,
+            tables.EVALUATION_RUNS,
+            tables.EVALUATION_COMPONENTS,
         )
         stats = role_stats(con, registry, as_of)
         validation = validate(schemas.ROLE_STATS_SCHEMA, stats)
         if not validation.passed:
             raise _failure("role_stats", validation)
         with transaction(con):
-            replace_table(con, "main.role_stats", stats)
+            replace_table(con, tables.ROLE_STATS, stats)
     yield dg.MaterializeResult(
         metadata={
-            **table_metadata("main.role_stats", stats),
+            **table_metadata(tables.ROLE_STATS, stats),
             "as_of": as_of.isoformat(),
             "role_memory_mode": ROLE_MEMORY_MODE,
             "scored_cases": int(stats.get_column("scored").sum() or 0),

@@ -12,6 +12,7 @@ from tradingmem_assets.defs.resources import WarehouseResource
 from tradingmem_assets.defs.role_memory import invariants as schemas
 from tradingmem_assets.defs.role_memory.admission import decision_coverage, with_chain
 from tradingmem_assets.defs.role_memory.invariants import validate_relation
+from tradingmem_assets.lib import tables
 from tradingmem_assets.lib.dagster_kit import check_result
 from tradingmem_assets.lib.validation import validate
 from tradingmem_assets.lib.warehouse import read_frame, table_exists
@@ -39,8 +40,8 @@ def _missing(check_name: str, table: str) -> dg.AssetCheckResult:
 )
 def role_cases_invariants(warehouse: WarehouseResource) -> dg.AssetCheckResult:
     with warehouse.connect() as con:
-        if not table_exists(con, "main.role_cases"):
-            return _missing(ROLE_CASES_INVARIANTS_CHECK, "main.role_cases")
+        if not table_exists(con, tables.ROLE_CASES):
+            return _missing(ROLE_CASES_INVARIANTS_CHECK, tables.ROLE_CASES)
         validation = validate_relation(schemas.ROLE_CASES_SCHEMA, with_chain(con), schemas.ROLE_CASES_OPAQUE)
     return check_result(ROLE_CASES_INVARIANTS_CHECK, validation)
 
@@ -53,8 +54,8 @@ def role_cases_invariants(warehouse: WarehouseResource) -> dg.AssetCheckResult:
 )
 def every_role_decision_exactly_once(warehouse: WarehouseResource) -> dg.AssetCheckResult:
     with warehouse.connect() as con:
-        if not table_exists(con, "main.role_cases"):
-            return _missing(ROLE_CASES_COVERAGE_CHECK, "main.role_cases")
+        if not table_exists(con, tables.ROLE_CASES):
+            return _missing(ROLE_CASES_COVERAGE_CHECK, tables.ROLE_CASES)
         coverage = decision_coverage(con, warehouse.as_of_ts)
         validation = validate_relation(schemas.DECISION_COVERAGE_SCHEMA, coverage)
     return check_result(ROLE_CASES_COVERAGE_CHECK, validation)
@@ -68,8 +69,8 @@ def every_role_decision_exactly_once(warehouse: WarehouseResource) -> dg.AssetCh
 )
 def role_reflections_invariants(warehouse: WarehouseResource) -> dg.AssetCheckResult:
     with warehouse.connect() as con:
-        if not table_exists(con, "main.role_reflections"):
-            return _missing(ROLE_REFLECTIONS_INVARIANTS_CHECK, "main.role_reflections")
+        if not table_exists(con, tables.ROLE_REFLECTIONS):
+            return _missing(ROLE_REFLECTIONS_INVARIANTS_CHECK, tables.ROLE_REFLECTIONS)
         reflections = con.sql("SELECT * FROM main.role_reflections")
         validation = validate_relation(schemas.ROLE_REFLECTIONS_SCHEMA, reflections)
     return check_result(ROLE_REFLECTIONS_INVARIANTS_CHECK, validation)
@@ -83,8 +84,8 @@ def role_reflections_invariants(warehouse: WarehouseResource) -> dg.AssetCheckRe
 )
 def role_stats_consistent(warehouse: WarehouseResource) -> dg.AssetCheckResult:
     with warehouse.connect() as con:
-        if not table_exists(con, "main.role_stats"):
-            return _missing(ROLE_STATS_CONSISTENT_CHECK, "main.role_stats")
+        if not table_exists(con, tables.ROLE_STATS):
+            return _missing(ROLE_STATS_CONSISTENT_CHECK, tables.ROLE_STATS)
         frame = read_frame(con, "SELECT * FROM main.role_stats ORDER BY role_id")
     return check_result(
         ROLE_STATS_CONSISTENT_CHECK, validate(schemas.ROLE_STATS_SCHEMA, frame.cast({"win_rate": pl.Float64}))

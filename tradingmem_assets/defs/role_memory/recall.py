@@ -24,6 +24,7 @@ from pathlib import Path
 import duckdb
 import polars as pl
 
+from tradingmem_assets.lib import tables
 from tradingmem_assets.lib.vocabulary import RECALLABLE_CLASSES
 from tradingmem_assets.lib.warehouse import connection, table_exists
 from tradingmem_assets.settings import SETTINGS, default_as_of, default_db_path, parse_as_of
@@ -69,7 +70,7 @@ class RecallHit:
         return asdict(self)
 
 
-RECALL_INDEX = "main.role_recall_index"
+RECALL_INDEX = tables.ROLE_RECALL_INDEX
 _RECALLABLE = ", ".join(f"'{c}'" for c in RECALLABLE_CLASSES)
 
 # One row per reflection of a currently recallable case, valid from its reflected_at until the
@@ -117,7 +118,7 @@ def rebuild_recall_index(con: duckdb.DuckDBPyConnection) -> bool:
     Every writer of either table calls this, so recall never sees a case whose eligibility or
     reflections changed since. Returns False (and builds nothing) until both tables exist.
     """
-    if not (table_exists(con, "main.role_cases") and table_exists(con, "main.role_reflections")):
+    if not (table_exists(con, tables.ROLE_CASES) and table_exists(con, tables.ROLE_REFLECTIONS)):
         return False
     con.execute(RECALL_INDEX_SQL)
     return True

@@ -19,6 +19,7 @@ import duckdb
 import polars as pl
 
 from tradingmem_assets.defs.role_memory.recall import RECALL_INDEX, rebuild_recall_index
+from tradingmem_assets.lib import tables
 from tradingmem_assets.lib.vocabulary import TRAINABLE_CLASSES
 from tradingmem_assets.lib.warehouse import ensure_table, read_frame, table_exists, transaction
 
@@ -192,7 +193,7 @@ def reflection_inputs(
 ) -> str:
     """Temp table ``into``: everything the ladder and a lesson need, for eligible cases with an outcome
     (matured or not), with ``matured``, ``reflected_before``, ``classification`` and ``trainable``."""
-    reflected = _REFLECTED_BEFORE if table_exists(con, "main.role_reflections") else "false"
+    reflected = _REFLECTED_BEFORE if table_exists(con, tables.ROLE_REFLECTIONS) else "false"
     sql = INPUTS_SQL.format(into=into, reflected_before=reflected, classified=classified("inputs"))
     con.register("_tm_roles", registry)
     try:
@@ -389,7 +390,7 @@ def reflect_case(
     reflector: Reflector,
 ) -> pl.DataFrame:
     """Re-run the reflector for one eligible, matured case; the one-row batch is not written yet."""
-    if not table_exists(con, "main.role_cases"):
+    if not table_exists(con, tables.ROLE_CASES):
         raise ReflectionRefused("main.role_cases does not exist yet: materialize role_cases first")
     found = con.execute("SELECT status, reasons FROM main.role_cases WHERE case_id = ?", [case_id]).fetchall()
     if not found:
@@ -425,7 +426,7 @@ def record_reflections(con: duckdb.DuckDBPyConnection, rows: pl.DataFrame | str)
     columns = REFLECTIONS_SCHEMA.names()
     try:
         with transaction(con):
-            ensure_table(con, "main.role_reflections", pl.DataFrame(schema=REFLECTIONS_SCHEMA))
+            ensure_table(con, tables.ROLE_REFLECTIONS, pl.DataFrame(schema=REFLECTIONS_SCHEMA))
             appended = con.execute(
                 f"INSERT INTO main.role_reflections ({', '.join(columns)}) "
                 f"SELECT {', '.join(f'n.{c}' for c in columns)} FROM {source} n "

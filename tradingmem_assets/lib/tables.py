@@ -1,0 +1,93 @@
+"""Every table, asset group and job name of the warehouse, declared once (no Dagster here).
+
+Output tables live in schema ``main`` and are named as their assets; validated landing rows live
+in ``raw.<landing table>``, whose asset key is ``raw/<landing table>`` (``raw_key``).
+"""
+
+from __future__ import annotations
+
+RAW_SCHEMA = "raw"
+
+
+def raw_table(landing_table: str) -> str:
+    """The qualified table of a landing table's validated rows."""
+    return f"{RAW_SCHEMA}.{landing_table}"
+
+
+def raw_key(landing_table: str) -> list[str]:
+    """The asset key path of a landing table (Dagster coerces a list of strings to an AssetKey)."""
+    return [RAW_SCHEMA, landing_table]
+
+
+def main_table(name: str) -> str:
+    return f"main.{name}"
+
+
+# landing
+RAW_REJECTS = "main.raw_rejects"
+# evaluation
+EVALUATION_RUNS = "main.evaluation_runs"
+EVALUATION_COMPONENTS = "main.evaluation_components"
+# role memory
+ROLE_CASES = "main.role_cases"
+ROLE_REFLECTIONS = "main.role_reflections"
+ROLE_STATS = "main.role_stats"
+ROLE_RECALL_INDEX = "main.role_recall_index"
+# learning
+LEARNINGS = "main.learnings"
+LEARNING_REVIEWS = "main.learning_reviews"
+LEARNING_DELETIONS = "main.learning_deletions"
+INSTITUTION_OUTPUT_REJECTS = "main.institution_output_rejects"
+INSTITUTION_REFLECTIONS = "main.institution_reflections"
+METHODOLOGIES = "main.methodologies"
+METHODOLOGY_LIFECYCLE_EVENTS = "main.methodology_lifecycle_events"
+METHODOLOGY_CASES = "main.methodology_cases"
+METHODOLOGY_CASE_HINTS = "main.methodology_case_hints"
+METHODOLOGY_CRON_RUNS = "main.methodology_cron_runs"
+LLM_USAGE = "main.llm_usage"
+# memory layers and profile
+SESSION_CONTEXTS = "main.session_contexts"
+MEMORY_PROMOTIONS = "main.memory_promotions"
+USER_FACTS = "main.user_facts"
+FIN_CUSTOMER_PROFILE = "main.fin_customer_profile"
+PROFILE_SNAPSHOTS = "main.profile_snapshots"
+ADVISOR_CUSTOMER_VIEW = "main.advisor_customer_view"
+CUSTOMER_KB = "main.customer_kb"
+# audit
+METHODOLOGY_AUDIT_REPORTS = "main.methodology_audit_reports"
+# migration
+MIGRATION_BACKUPS = "main.migration_backups"
+MIGRATED_ROLE_CASES = "main.migrated_role_cases"
+MIGRATION_REJECTS = "main.migration_rejects"
+MIGRATION_CONSERVATION_REPORT = "main.migration_conservation_report"
+
+# asset groups (one per domain folder; the memory layers share the profile group)
+LANDING_GROUP = "landing"
+EVALUATION_GROUP = "evaluation"
+ROLE_MEMORY_GROUP = "role_memory"
+LEARNING_GROUP = "learning"
+PROFILE_GROUP = "profile"
+AUDIT_GROUP = "audit"
+MIGRATION_GROUP = "migration"
+
+# the learning assets: a run that materializes one of them is a learning run
+LEARNINGS_ASSETS = ("learnings", "learning_reviews")
+METHODOLOGY_ASSETS = (
+    "institution_output_rejects",
+    "institution_reflections",
+    "methodologies",
+    "methodology_lifecycle_events",
+    "methodology_cases",
+    "methodology_case_hints",
+)
+HEARTBEAT_ASSET = "methodology_cron_runs"
+LEARNING_ASSETS: frozenset[str] = frozenset({*LEARNINGS_ASSETS, *METHODOLOGY_ASSETS, HEARTBEAT_ASSET})
+
+# jobs
+TRADING_MEMORY_JOB = "trading_memory_job"
+METHODOLOGY_AUDIT_JOB = "methodology_audit_job"
+AUDIT_ISOLATION_ALERT_JOB = "audit_isolation_alert_job"
+WAREHOUSE_CHECKS_JOB = "warehouse_checks_job"
+# A learning run is any run of these jobs; the audit scheduler defers while one is queued or
+# in progress, and the heartbeat records each one.
+LEARNING_JOB_NAMES: frozenset[str] = frozenset({TRADING_MEMORY_JOB})
