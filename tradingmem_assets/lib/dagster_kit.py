@@ -27,3 +27,12 @@ def check_result(check_name: str, validation, asset_key: dg.AssetKey | None = No
             "summary": dg.MetadataValue.md(validation.summary()),
         },
     )
+
+
+def fail_on(validation, table: str) -> None:
+    """Stop before writing when a red line would break: the message names the violated invariants."""
+    if not validation.passed:
+        raise dg.Failure(
+            description=f"{table} would break its invariants; nothing was written. {validation.summary()}",
+            metadata={"summary": dg.MetadataValue.md(validation.summary())},
+        )

@@ -1,12 +1,19 @@
-"""Run a Pandera schema lazily and keep its failure cases as data (never a bare traceback)."""
+"""Run a Pandera schema lazily and keep its failure cases as data (never a bare traceback).
+
+Large tables are validated one customer range at a time, so only one range is in Python at once.
+"""
 
 from __future__ import annotations
 
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 
+import duckdb
 import pandera.polars as pa
 import polars as pl
 from pandera.errors import SchemaError, SchemaErrors
+
+from tradingmem_assets.lib.dtypes import as_utc
 
 
 @dataclass(frozen=True)
@@ -64,3 +71,42 @@ def validate(schema: pa.DataFrameSchema, frame: pl.DataFrame) -> Validation:
             schema={"column": pl.String, "check": pl.String, "failure_case": pl.String, "index": pl.Int64}
         ),
     )
+
+
+def customer_ranges(
+    con: duckdb.DuckDBPyConnection, table: str, size: int
+) -> list[tuple[str | None, str | None]]:
+    """Half-open customer_id ranges [lo, hi) of about ``size`` rows of ``table`` each (None: open
+    end). Every row of a customer falls in exactly one range, so a per-customer or unique-key
+    check over each range checks the whole table."""
+    starts = [
+        row[0]
+        for row in con.execute(
+            "SELECT DISTINCT customer_id FROM (SELECT customer_id, "
+            f"row_number() OVER (ORDER BY customer_id) AS n FROM {table}) "
+            f"WHERE (n - 1) % {int(size)} = 0 ORDER BY customer_id"
+        ).fetchall()
+    ]
+    if not starts:
+        return [(None, None)]
+    return list(zip(starts, [*starts[1:], None], strict=True))
+
+
+def validate_by_customer(
+    con: duckdb.DuckDBPyConnection,
+    schema: pa.DataFrameSchema,
+    query: Callable[[str], str],
+    ranges: Sequence[tuple[str | None, str | None]],
+    params: Mapping[str, object] | None = None,
+) -> Validation:
+    """Validate every row of ``query(condition)`` one customer range at a time; ``condition``
+    restricts ``customer_id`` to the range."""
+    failures = []
+    for lo, hi in ranges:
+        bounds = {name: value for name, value in (("lo", lo), ("hi", hi)) if value is not None}
+        condition = " AND ".join(
+            {"lo": "customer_id >= $lo", "hi": "customer_id < $hi"}[name] for name in bounds
+        )
+        frame = con.sql(query(condition or "true"), params={**(params or {}), **bounds} or None).pl()
+        failures.append(validate(schema, as_utc(frame)).failure_cases)
+    return Validation(schema.name or "schema", pl.concat(failures))

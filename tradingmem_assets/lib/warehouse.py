@@ -134,6 +134,19 @@ def ensure_table(con: duckdb.DuckDBPyConnection, qualified: str, empty: pl.DataF
         replace_table(con, qualified, empty.clear())
 
 
+def read_columns(
+    con: duckdb.DuckDBPyConnection, table: str, columns: Sequence[str], limit: int | None = None
+) -> pl.DataFrame:
+    """The named columns of a table, or a clear error naming the asset to materialize first."""
+    if not table_exists(con, table):
+        schema, _, name = table.rpartition(".")
+        upstream = f"raw/{name}" if schema == "raw" else name
+        raise LookupError(f"table {table} does not exist yet: materialize {upstream} first")
+    cols = ", ".join(f'"{c}"' for c in columns)
+    suffix = f" LIMIT {int(limit)}" if limit is not None else ""
+    return read_frame(con, f"SELECT {cols} FROM {table}{suffix}")
+
+
 def scalar(con: duckdb.DuckDBPyConnection, sql: str, params: Sequence | None = None):
     """The first column of the first row (the result is consumed fully: DuckDB 2 requires it)."""
     rows = con.execute(sql, list(params or [])).fetchall()

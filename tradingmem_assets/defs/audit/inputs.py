@@ -15,6 +15,8 @@ from typing import Any
 
 import polars as pl
 
+from tradingmem_assets.lib.dtypes import UTC_TS
+
 
 class AuditInputError(ValueError):
     """A learning table handed to the audit lacks a column the scoring needs (named in the message)."""
@@ -38,7 +40,6 @@ class AuditWindow:
         return pl.col(column).is_between(pl.lit(self.start), pl.lit(self.end), closed="both")
 
 
-UTC_TS = pl.Datetime("us", "UTC")
 METHODOLOGY_COLUMNS = {
     "methodology_id": pl.String,
     "quarantine": pl.Int64,

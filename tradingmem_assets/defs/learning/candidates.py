@@ -35,12 +35,12 @@ import polars as pl
 
 from tradingmem_assets.defs.learning.injection import scan_column
 from tradingmem_assets.lib import vocabulary as v
+from tradingmem_assets.lib.dtypes import UTC_TS
 from tradingmem_assets.lib.similarity import jaccard_4gram, tfidf_vectors
 
 TFIDF_MERGE = 0.85
 JACCARD_MERGE = 0.85
 INITIAL_CONFIDENCE = 0.1
-TS = pl.Datetime("us", "UTC")
 
 BASE_SCHEMA = pl.Schema(
     {
@@ -54,9 +54,9 @@ BASE_SCHEMA = pl.Schema(
         "asset_class": pl.String(),
         "phases": pl.String(),
         "dedup_key": pl.String(),
-        "created_at": TS,
+        "created_at": UTC_TS,
         "times_proposed": pl.Int64(),
-        "last_proposed_at": TS,
+        "last_proposed_at": UTC_TS,
         "source_output_id": pl.String(),
     }
 )
@@ -65,7 +65,7 @@ CANDIDATE_EVENTS_SCHEMA = pl.Schema(
         "source_id": pl.String(),
         "methodology_id": pl.String(),
         "event": pl.String(),
-        "ts": TS,
+        "ts": UTC_TS,
         "detail": pl.String(),
     }
 )

@@ -17,8 +17,8 @@ import polars as pl
 from tradingmem_assets.defs.learning.injection import scan_column
 from tradingmem_assets.defs.learning.redaction import secret_kinds_in_text, secret_kinds_in_value
 from tradingmem_assets.lib import vocabulary as v
+from tradingmem_assets.lib.dtypes import UTC_TS
 
-TS = pl.Datetime("us", "UTC")
 METHODOLOGY_EVENTS = (
     "created",
     "merged",
@@ -110,8 +110,8 @@ LEARNINGS_SCHEMA = pa.DataFrameSchema(
         "failure_count": pa.Column(pl.Int64, pa.Check.ge(0)),
         "ignored_count": pa.Column(pl.Int64, pa.Check.ge(0)),
         "weight": pa.Column(pl.Float64, [pa.Check.gt(0.0), pa.Check.le(1.0)]),
-        "created_at": pa.Column(TS),
-        "last_used_at": pa.Column(TS, nullable=True),
+        "created_at": pa.Column(UTC_TS),
+        "last_used_at": pa.Column(UTC_TS, nullable=True),
         "required_tier": pa.Column(pl.Int64, pa.Check.isin([1, 2, 3, 4])),
         "turn_count": pa.Column(pl.Int64, pa.Check.ge(1)),
     },
@@ -184,7 +184,7 @@ def methodology_cases_schema(windows: tuple[int, ...]) -> pa.DataFrameSchema:
             "run_id": pa.Column(pl.String),
             "window": pa.Column(pl.Int64, pa.Check.isin(list(windows))),
             "correct": pa.Column(pl.Boolean),
-            "recorded_at": pa.Column(TS),
+            "recorded_at": pa.Column(UTC_TS),
             "kind": pa.Column(pl.String, pa.Check.isin(["scheduled"]), nullable=False),
         },
         name="methodology_cases",
@@ -197,7 +197,7 @@ LIFECYCLE_EVENTS_SCHEMA = pa.DataFrameSchema(
         "event_id": pa.Column(pl.String, unique=True),
         "methodology_id": pa.Column(pl.String, nullable=True),
         "event": pa.Column(pl.String, pa.Check.isin(list(METHODOLOGY_EVENTS))),
-        "ts": pa.Column(TS),
+        "ts": pa.Column(UTC_TS),
         "detail": pa.Column(pl.String),
     },
     name="methodology_lifecycle_events",

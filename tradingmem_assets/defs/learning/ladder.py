@@ -39,11 +39,11 @@ from tradingmem_assets.defs.learning.role_outputs import (
     run_decisions,
     validate_outputs,
 )
+from tradingmem_assets.lib.dtypes import UTC_TS
 from tradingmem_assets.lib.warehouse import read_frame
 from tradingmem_assets.lib.wilson import wilson_lower_bounds
 
 RETURN_BAND = 0.005
-TS = pl.Datetime("us", "UTC")
 
 REFLECTIONS_SCHEMA = pl.Schema(
     {
@@ -55,8 +55,8 @@ REFLECTIONS_SCHEMA = pl.Schema(
         "symbol": pl.String(),
         "action": pl.String(),
         "status": pl.String(),
-        "started_at": TS,
-        "recorded_at": TS,
+        "started_at": UTC_TS,
+        "recorded_at": UTC_TS,
     }
 )
 CASES_SCHEMA = pl.Schema(
@@ -66,7 +66,7 @@ CASES_SCHEMA = pl.Schema(
         "run_id": pl.String(),
         "window": pl.Int64(),
         "correct": pl.Boolean(),
-        "recorded_at": TS,
+        "recorded_at": UTC_TS,
         "applied": pl.Boolean(),
     }
 )
@@ -75,7 +75,7 @@ HINTS_SCHEMA = pl.Schema(
         "injection_id": pl.String(),
         "methodology_id": pl.String(),
         "run_id": pl.String(),
-        "injected_at": TS,
+        "injected_at": UTC_TS,
         "injectable_at_injection": pl.Boolean(),
         "methodology_exists": pl.Boolean(),
         "run_exists": pl.Boolean(),
@@ -86,7 +86,7 @@ EVENTS_SCHEMA = pl.Schema(
         "event_id": pl.String(),
         "methodology_id": pl.String(),
         "event": pl.String(),
-        "ts": TS,
+        "ts": UTC_TS,
         "detail": pl.String(),
     }
 )
@@ -107,9 +107,9 @@ METHODOLOGIES_SCHEMA = pl.Schema(
         "times_used": pl.Int64(),
         "times_correct": pl.Int64(),
         "times_proposed": pl.Int64(),
-        "created_at": TS,
-        "graduated_at": TS,
-        "updated_at": TS,
+        "created_at": UTC_TS,
+        "graduated_at": UTC_TS,
+        "updated_at": UTC_TS,
         "source_output_id": pl.String(),
     }
 )

@@ -26,10 +26,10 @@ import polars as pl
 from tradingmem_assets.defs.learning.dedup import TRIGGER_SIMILARITY, cluster_candidates
 from tradingmem_assets.defs.learning.review import CREATED, MERGED, SUPPRESSED, review_turns
 from tradingmem_assets.defs.learning.tiers import ToolTiers
+from tradingmem_assets.lib.dtypes import UTC_TS
 
 IGNORE_DECAY = 0.95
 
-TS = pl.Datetime("us", "UTC")
 LEARNINGS_SCHEMA = pl.Schema(
     {
         "learning_id": pl.String(),
@@ -41,8 +41,8 @@ LEARNINGS_SCHEMA = pl.Schema(
         "failure_count": pl.Int64(),
         "ignored_count": pl.Int64(),
         "weight": pl.Float64(),
-        "created_at": TS,
-        "last_used_at": TS,
+        "created_at": UTC_TS,
+        "last_used_at": UTC_TS,
         "required_tier": pl.Int64(),
         "tool_names": pl.String(),
         "turn_count": pl.Int64(),
@@ -52,7 +52,7 @@ LEARNINGS_SCHEMA = pl.Schema(
 REVIEWS_SCHEMA = pl.Schema(
     {
         "turn_id": pl.String(),
-        "started_at": TS,
+        "started_at": UTC_TS,
         "outcome": pl.String(),
         "reason": pl.String(),
         "score": pl.Int64(),
@@ -60,9 +60,9 @@ REVIEWS_SCHEMA = pl.Schema(
         "learning_id": pl.String(),
     }
 )
-DELETIONS_SCHEMA = pl.Schema({"learning_id": pl.String(), "deleted_at": TS, "reason": pl.String()})
+DELETIONS_SCHEMA = pl.Schema({"learning_id": pl.String(), "deleted_at": UTC_TS, "reason": pl.String()})
 FEEDBACK_REPORT_SCHEMA = pl.Schema(
-    {"feedback_id": pl.String(), "learning_id": pl.String(), "ts": TS, "status": pl.String()}
+    {"feedback_id": pl.String(), "learning_id": pl.String(), "ts": UTC_TS, "status": pl.String()}
 )
 
 # --------------------------------------------------------------------------------------- build

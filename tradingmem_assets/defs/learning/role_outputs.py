@@ -17,6 +17,7 @@ import duckdb
 import polars as pl
 
 from tradingmem_assets.defs.learning.invariants import ROLE_OUTPUT_SCHEMAS
+from tradingmem_assets.lib.dtypes import UTC_TS
 from tradingmem_assets.lib.warehouse import read_frame
 
 ROLE_SCHEMA: dict[str, str] = {
@@ -28,7 +29,6 @@ ROLE_SCHEMA: dict[str, str] = {
     "portfolio_manager": "PortfolioDecision",
 }
 
-TS = pl.Datetime("us", "UTC")
 REJECTS_SCHEMA = pl.Schema(
     {
         "output_id": pl.String(),
@@ -37,7 +37,7 @@ REJECTS_SCHEMA = pl.Schema(
         "schema": pl.String(),
         "reason": pl.String(),
         "has_proposal": pl.Boolean(),
-        "started_at": TS,
+        "started_at": UTC_TS,
     }
 )
 

@@ -4,15 +4,14 @@ import dagster as dg
 import polars as pl
 
 from tradingmem_assets.defs.memory import layers as memory
-from tradingmem_assets.defs.memory.layers import as_utc
 from tradingmem_assets.defs.profile import invariants as schemas
-from tradingmem_assets.defs.profile.common import fail_on, read_columns
 from tradingmem_assets.defs.resources import WarehouseResource
 from tradingmem_assets.lib import tables
-from tradingmem_assets.lib.dagster_kit import check_result, table_metadata
+from tradingmem_assets.lib.dagster_kit import check_result, fail_on, table_metadata
+from tradingmem_assets.lib.dtypes import as_utc
 from tradingmem_assets.lib.tables import raw_key
 from tradingmem_assets.lib.validation import validate
-from tradingmem_assets.lib.warehouse import read_frame, replace_table, transaction
+from tradingmem_assets.lib.warehouse import read_columns, read_frame, replace_table, transaction
 from tradingmem_assets.settings import SETTINGS
 
 

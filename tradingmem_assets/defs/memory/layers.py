@@ -36,6 +36,7 @@ import duckdb
 import polars as pl
 
 from tradingmem_assets.lib import tables
+from tradingmem_assets.lib.dtypes import UTC_TS, as_utc
 
 SESSION_IDLE = timedelta(minutes=30)
 SESSION_MAX_AGE = timedelta(hours=24)
@@ -58,7 +59,6 @@ CJK_CLASS = (
     "\u1100-\u11ff\u3130-\u318f\uac00-\ud7af\u3000-\u303f\uff00-\uffef]"
 )
 
-TS = pl.Datetime("us", "UTC")
 
 SESSION_CONTEXTS_SCHEMA = pl.Schema(
     {
@@ -67,8 +67,8 @@ SESSION_CONTEXTS_SCHEMA = pl.Schema(
         "messages": pl.String(),
         "token_estimate": pl.Int64(),
         "message_count": pl.Int64(),
-        "started_at": TS,
-        "last_message_at": TS,
+        "started_at": UTC_TS,
+        "last_message_at": UTC_TS,
     }
 )
 
@@ -84,9 +84,9 @@ MEMORY_PROMOTIONS_SCHEMA = pl.Schema(
         "confidence": pl.Float64(),
         "evidence_count": pl.Int64(),
         "conflict_count": pl.Int64(),
-        "valid_from": TS,
-        "valid_until": TS,
-        "updated_at": TS,
+        "valid_from": UTC_TS,
+        "valid_until": UTC_TS,
+        "updated_at": UTC_TS,
         "source_portal": pl.String(),
         "source_episode_id": pl.String(),
         "evidence_rows": pl.Int64(),
@@ -105,7 +105,7 @@ USER_FACTS_SCHEMA = pl.Schema(
         "source_unit_id": pl.String(),
         "source_portal": pl.String(),
         "source_episode_id": pl.String(),
-        "promoted_at": TS,
+        "promoted_at": UTC_TS,
     }
 )
 
@@ -119,21 +119,6 @@ def sha256_hex(values: pl.Series) -> pl.Series:
         return con.sql("SELECT sha256(v) AS h FROM _v").pl().get_column("h").alias(values.name)
     finally:
         con.close()
-
-
-def as_utc(frame: pl.DataFrame) -> pl.DataFrame:
-    """Every timestamp column as UTC microseconds (DuckDB may hand back 'Etc/UTC' or naive values)."""
-    fixes = []
-    for name, dtype in frame.schema.items():
-        if isinstance(dtype, pl.Datetime) and dtype != TS:
-            col = pl.col(name)
-            col = (
-                col.dt.replace_time_zone("UTC")
-                if dtype.time_zone is None
-                else col.dt.convert_time_zone("UTC")
-            )
-            fixes.append(col.cast(TS).alias(name))
-    return frame.with_columns(fixes) if fixes else frame
 
 
 def hashed_ids(prefix: str, keys: pl.Series) -> pl.Series:
@@ -416,7 +401,7 @@ def classify_units(
     ``units``: the columns of ``raw.memory_unit``. ``evidence`` (optional): unit_id, created_at.
     """
     if evidence is None:
-        evidence = pl.DataFrame(schema={"unit_id": pl.String, "created_at": TS})
+        evidence = pl.DataFrame(schema={"unit_id": pl.String, "created_at": UTC_TS})
     con = _in_memory()
     try:
         con.register("_units", units.select(UNIT_COLUMNS))

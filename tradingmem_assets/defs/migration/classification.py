@@ -14,6 +14,7 @@ from collections.abc import Mapping
 
 import polars as pl
 
+from tradingmem_assets.lib.dtypes import UTC_TS
 from tradingmem_assets.lib.vocabulary import MIGRATION_STATUSES
 
 MIGRATED, QUARANTINED = MIGRATION_STATUSES
@@ -25,8 +26,6 @@ MISSING_CONTENT = "missing_content"
 MISSING_PROVENANCE = "missing_provenance"
 WRONG_PARTITION = "wrong_partition"
 REJECT_REASONS = (MISSING_CONTENT, MISSING_PROVENANCE, MISSING_ROLE, WRONG_PARTITION)
-
-UTC_TS = pl.Datetime("us", "UTC")
 
 
 def partition_key_sql(column: str = "created_at") -> str:

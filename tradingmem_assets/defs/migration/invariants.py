@@ -13,9 +13,9 @@ from tradingmem_assets.defs.migration.classification import (
     UNKNOWN_ROLE,
     partition_key_expr,
 )
+from tradingmem_assets.lib.dtypes import UTC_TS
 from tradingmem_assets.lib.vocabulary import MIGRATION_STATUSES
 
-UTC_TS = pl.Datetime("us", "UTC")
 PARTITION_KEY = pa.Column(pl.String, pa.Check.str_matches(r"^\d{4}-\d{2}-01$"))
 SHA256 = pa.Column(pl.String, pa.Check.str_matches(r"^[0-9a-f]{64}$"))
 

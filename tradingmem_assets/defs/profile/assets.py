@@ -11,12 +11,6 @@ import polars as pl
 from tradingmem_assets.defs.profile import invariants as schemas
 from tradingmem_assets.defs.profile import ownership as profile
 from tradingmem_assets.defs.profile import snapshots
-from tradingmem_assets.defs.profile.common import (
-    customer_ranges,
-    fail_on,
-    read_columns,
-    validate_by_customer,
-)
 from tradingmem_assets.defs.profile.writes import (
     ensure_profile_tables,
     mark_rewrites,
@@ -26,10 +20,10 @@ from tradingmem_assets.defs.profile.writes import (
 )
 from tradingmem_assets.defs.resources import WarehouseResource
 from tradingmem_assets.lib import tables
-from tradingmem_assets.lib.dagster_kit import check_result, table_metadata
+from tradingmem_assets.lib.dagster_kit import check_result, fail_on, table_metadata
 from tradingmem_assets.lib.tables import raw_key
-from tradingmem_assets.lib.validation import validate
-from tradingmem_assets.lib.warehouse import read_frame, replace_table, transaction
+from tradingmem_assets.lib.validation import customer_ranges, validate, validate_by_customer
+from tradingmem_assets.lib.warehouse import read_columns, read_frame, replace_table, transaction
 
 CHUNK_SIZE = 100_000  # customers validated at once: bounds what comes into Python at any number of customers
 # temp tables of one materialization (they live until its connection closes)

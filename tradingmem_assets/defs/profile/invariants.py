@@ -37,8 +37,6 @@ KB_CHECK = "no_internal_document_in_customer_kb"
 FACTS_CHECK = "user_facts_meet_promotion_rule"
 SESSIONS_CHECK = "session_contexts_within_window_and_budget"
 
-TS = pl.Datetime("us", "UTC")
-
 
 def _rowwise(expr: pl.Expr):
     def check(data: pa.PolarsData) -> pl.LazyFrame:

@@ -40,8 +40,8 @@ import polars as pl
 
 from tradingmem_assets.defs.memory.layers import ASSET_CLASS_KEY, HORIZON_KEY, RISK_LEVEL_KEY
 from tradingmem_assets.lib import tables
+from tradingmem_assets.lib.dtypes import UTC_TS
 
-TS = pl.Datetime("us", "UTC")
 FREQUENCY_WINDOW = timedelta(days=30)
 BEHAVIOR_WINDOW = timedelta(days=90)
 
@@ -107,7 +107,7 @@ PROFILE_SCHEMA = pl.Schema(
         "birth_date": pl.Date(),
         "occupation": pl.String(),
         "mobile_masked": pl.String(),
-        "opened_at": TS,
+        "opened_at": UTC_TS,
         "generation_basis": pl.String(),
         "snapshot_hash": pl.String(),
         "profile_version": pl.Int64(),
@@ -600,18 +600,18 @@ BUILD_INPUTS: dict[str, dict[str, pl.DataType]] = {
         "birth_date": pl.Date(),
         "occupation": pl.String(),
         "mobile": pl.String(),
-        "opened_at": TS,
+        "opened_at": UTC_TS,
     },
     tables.raw_table("questionnaire_results"): {
         "assessment_id": pl.String(),
         "customer_id": pl.String(),
         "investor_type": pl.String(),
-        "assessed_at": TS,
+        "assessed_at": UTC_TS,
     },
     tables.raw_table("customer_transactions"): {
         "txn_id": pl.String(),
         "customer_id": pl.String(),
-        "ts": TS,
+        "ts": UTC_TS,
         "product_risk_level": pl.String(),
         "side": pl.String(),
         "balance_after": pl.Float64(),
@@ -624,7 +624,7 @@ BUILD_INPUTS: dict[str, dict[str, pl.DataType]] = {
         "confidence": pl.Float64(),
         "evidence_count": pl.Int64(),
         "source_unit_id": pl.String(),
-        "promoted_at": TS,
+        "promoted_at": UTC_TS,
     },
     tables.MEMORY_PROMOTIONS: {
         "unit_id": pl.String(),

@@ -19,8 +19,7 @@ import duckdb
 import polars as pl
 
 from tradingmem_assets.defs.memory.layers import hashed_ids
-
-TS = pl.Datetime("us", "UTC")
+from tradingmem_assets.lib.dtypes import UTC_TS
 
 SNAPSHOTS_SCHEMA = pl.Schema(
     {
@@ -31,7 +30,7 @@ SNAPSHOTS_SCHEMA = pl.Schema(
         "generation_basis": pl.String(),
         "snapshot_hash": pl.String(),
         "is_current": pl.Boolean(),
-        "created_at": TS,
+        "created_at": UTC_TS,
     }
 )
 

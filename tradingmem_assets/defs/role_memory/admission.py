@@ -41,10 +41,9 @@ import pyarrow as pa
 
 from tradingmem_assets.defs.role_memory.reflection import outcome_sql
 from tradingmem_assets.lib import tables
+from tradingmem_assets.lib.dtypes import UTC_TS
 from tradingmem_assets.lib.vocabulary import AUTOMATED_SOURCES, LINK_FIELDS, MANUAL_SOURCES
 from tradingmem_assets.lib.warehouse import table_exists
-
-UTC_TS = pl.Datetime("us", "UTC")
 
 ROLE_CASES_SCHEMA = pl.Schema(
     {

@@ -19,6 +19,7 @@ import pandera.polars as pa
 import polars as pl
 
 from tradingmem_assets.defs.role_memory.reflection import LESSON_MAX_CHARS
+from tradingmem_assets.lib.dtypes import UTC_TS
 from tradingmem_assets.lib.validation import Validation, validate
 from tradingmem_assets.lib.vocabulary import (
     CASE_REASONS,
@@ -30,7 +31,6 @@ from tradingmem_assets.lib.vocabulary import (
     TRAINABLE_CLASSES,
 )
 
-UTC_TS = pl.Datetime("us", "UTC")
 KNOWN_REASONS = [r for r in CASE_REASONS if r != "link_mismatch"] + [
     f"link_mismatch:{f}" for f in LINK_FIELDS
 ]

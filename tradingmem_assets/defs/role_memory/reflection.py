@@ -20,12 +20,12 @@ import polars as pl
 
 from tradingmem_assets.defs.role_memory.recall import RECALL_INDEX, rebuild_recall_index
 from tradingmem_assets.lib import tables
+from tradingmem_assets.lib.dtypes import UTC_TS
 from tradingmem_assets.lib.vocabulary import TRAINABLE_CLASSES
 from tradingmem_assets.lib.warehouse import ensure_table, read_frame, table_exists, transaction
 
 LESSON_MAX_CHARS = 280
 DETERMINISTIC = "deterministic"
-UTC_TS = pl.Datetime("us", "UTC")
 
 REFLECTIONS_SCHEMA = pl.Schema(
     {
