@@ -1,0 +1,50 @@
+"""A snapshot of the loaded code location, so an accidental change of the graph fails the suite.
+
+After an intended change, regenerate it: ``python -m tests.test_definitions_snapshot``.
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+
+import dagster as dg
+
+from tradingmem_assets.definitions import defs
+
+SNAPSHOT = Path(__file__).with_name("definitions_snapshot.json")
+
+
+def describe(definitions: dg.Definitions) -> dict:
+    graph = definitions.resolve_asset_graph()
+    assets = {
+        key.to_user_string(): graph.get(key).group_name for key in sorted(graph.get_all_asset_keys())
+    }
+    checks = {
+        f"{key.asset_key.to_user_string()}:{key.name}": {"blocking": graph.get_check_spec(key).blocking}
+        for key in graph.asset_check_keys
+    }
+    repo = definitions.get_repository_def()
+    return {
+        "assets": assets,
+        "checks": dict(sorted(checks.items())),
+        "jobs": sorted(j.name for j in repo.get_all_jobs() if not j.name.startswith("__")),
+        "schedules": sorted(s.name for s in repo.schedule_defs),
+        "sensors": sorted(s.name for s in repo.sensor_defs),
+    }
+
+
+def test_code_location_loads():
+    dg.Definitions.validate_loadable(defs())
+
+
+def test_loaded_definitions_match_the_snapshot():
+    current = describe(defs())
+    expected = json.loads(SNAPSHOT.read_text())
+    assert current == expected, "the code location changed: if intended, run python -m tests.test_definitions_snapshot"
+
+
+if __name__ == "__main__":
+    SNAPSHOT.write_text(json.dumps(describe(defs()), indent=2) + "\n")
+    print(f"wrote {SNAPSHOT}", file=sys.stderr)
