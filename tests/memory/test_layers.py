@@ -10,7 +10,8 @@ import polars as pl
 import pytest
 
 from tests.profile.world import AS_OF_TS, frame, msg, unit
-from tradingmem_assets.defs.memory import layers as memory
+from tradingmem_assets.defs.memory import promotion, sessions
+from tradingmem_assets.defs.memory.facts import hashed_ids
 
 AS_OF = AS_OF_TS
 
@@ -19,8 +20,8 @@ def at(delta: timedelta) -> str:
     return (AS_OF - delta).strftime("%Y-%m-%d %H:%M:%S")
 
 
-def contexts(rows: list[dict], **kw) -> memory.SessionContexts:
-    return memory.session_contexts(frame("conversation_message", rows), AS_OF, **kw)
+def contexts(rows: list[dict], **kw) -> sessions.SessionContexts:
+    return sessions.session_contexts(frame("conversation_message", rows), AS_OF, **kw)
 
 
 # --- token estimate ------------------------------------------------------------------------------
@@ -39,7 +40,7 @@ def contexts(rows: list[dict], **kw) -> memory.SessionContexts:
     ],
 )
 def test_token_estimate_counts_cjk_characters_as_one_and_other_text_as_four_per_token(text, tokens):
-    assert memory.estimate_tokens(text) == tokens
+    assert sessions.estimate_tokens(text) == tokens
 
 
 # --- session windows -----------------------------------------------------------------------------
@@ -113,7 +114,7 @@ def test_a_session_mixing_customers_gets_no_context_and_is_reported():
 
 def classify(*units: dict, stale_days: int = 365, evidence: list[dict] | None = None) -> pl.DataFrame:
     ev = frame("memory_evidence", evidence or [])
-    return memory.classify_units(frame("memory_unit", list(units)), AS_OF, stale_days, ev)
+    return promotion.classify_units(frame("memory_unit", list(units)), AS_OF, stale_days, ev)
 
 
 def status_of(*units: dict, **kw) -> dict[str, str]:
@@ -137,7 +138,7 @@ def test_promotion_threshold_is_two_pieces_of_evidence_or_confidence_090(evidenc
 def test_conflicting_unit_waits_for_adjudication_whatever_its_evidence():
     got = classify(unit("u", "c", "k", "v", confidence=0.99, evidence=5, conflicts=1))
     assert got.select("status", "reasons").row(0) == ("awaiting_adjudication", ["awaiting_adjudication"])
-    assert memory.user_facts(got).height == 0
+    assert promotion.user_facts(got).height == 0
 
 
 def test_only_units_valid_at_as_of_are_promoted():
@@ -219,11 +220,11 @@ def test_user_facts_carry_source_and_deterministic_ids_and_mark_critical_keys():
     ]
     promotions = classify(*units, evidence=evidence)
     assert dict(promotions.select("unit_id", "evidence_rows").rows()) == {"u1": 1, "u2": 0, "u3": 0}
-    facts = memory.user_facts(promotions)
-    again = memory.user_facts(classify(*units, evidence=evidence))
+    facts = promotion.user_facts(promotions)
+    again = promotion.user_facts(classify(*units, evidence=evidence))
     assert facts.equals(again)
     by_unit = {r["source_unit_id"]: r for r in facts.to_dicts()}
-    assert by_unit["u1"]["fact_id"] == memory.hashed_ids("uf_", pl.Series(["u1"]))[0]
+    assert by_unit["u1"]["fact_id"] == hashed_ids("uf_", pl.Series(["u1"]))[0]
     assert by_unit["u1"]["fact_id"].startswith("uf_") and len(by_unit["u1"]["fact_id"]) == 19
     assert {u: r["is_critical"] for u, r in by_unit.items()} == {"u1": True, "u2": True, "u3": False}
     assert by_unit["u1"]["source_portal"] == "app" and by_unit["u1"]["source_episode_id"] == "ep_u1"
@@ -243,14 +244,14 @@ def test_units_awaiting_adjudication_are_conflicting_units_valid_at_as_of():
             unit("clean", "c1", "k", "v", confidence=0.99, evidence=3),
         ],
     )
-    assert memory.units_awaiting_adjudication(units, AS_OF).get_column("unit_id").to_list() == ["waits"]
+    assert promotion.units_awaiting_adjudication(units, AS_OF).get_column("unit_id").to_list() == ["waits"]
     con = duckdb.connect()
     try:
-        assert memory.count_units_awaiting_adjudication(con, AS_OF) == 0  # no landing table yet
+        assert promotion.count_units_awaiting_adjudication(con, AS_OF) == 0  # no landing table yet
         con.execute("CREATE SCHEMA raw")
         con.register("_units", units)
         con.execute("CREATE TABLE raw.memory_unit AS SELECT * FROM _units")
-        assert memory.count_units_awaiting_adjudication(con, AS_OF) == 1
+        assert promotion.count_units_awaiting_adjudication(con, AS_OF) == 1
     finally:
         con.close()
 
@@ -272,10 +273,10 @@ def test_reading_only_active_sessions_gives_the_same_contexts():
         con.execute("CREATE SCHEMA raw")
         con.register("_m", full)
         con.execute("CREATE TABLE raw.conversation_message AS SELECT * FROM _m")
-        needed = con.sql(memory.ACTIVE_SESSION_MESSAGES_SQL, params=[AS_OF]).pl()
+        needed = con.sql(sessions.ACTIVE_SESSION_MESSAGES_SQL, params=[AS_OF]).pl()
     finally:
         con.close()
     assert sorted(needed.get_column("message_id").to_list()) == ["a1", "a2"]
-    assert memory.session_contexts(needed, AS_OF).contexts.equals(
-        memory.session_contexts(full, AS_OF).contexts
+    assert sessions.session_contexts(needed, AS_OF).contexts.equals(
+        sessions.session_contexts(full, AS_OF).contexts
     )

@@ -18,10 +18,10 @@ from tests.profile.world import (
     write_base,
 )
 from tests.world import DEFS, World
-from tradingmem_assets.defs.memory.layers import units_awaiting_adjudication
+from tradingmem_assets.defs.memory.promotion import units_awaiting_adjudication
 from tradingmem_assets.defs.profile import assets as profile_assets
+from tradingmem_assets.defs.profile import build as core_profile
 from tradingmem_assets.defs.profile import invariants as schemas
-from tradingmem_assets.defs.profile import ownership as core_profile
 
 
 @pytest.fixture(scope="module")

@@ -9,10 +9,11 @@ import polars as pl
 import pytest
 
 from tests.profile.world import AS_OF_TS, customer, frame, txn, unit
-from tradingmem_assets.defs.memory import layers as memory
+from tradingmem_assets.defs.memory import promotion
+from tradingmem_assets.defs.profile import fields, snapshots
 from tradingmem_assets.defs.profile import invariants as schemas
-from tradingmem_assets.defs.profile import ownership as profile
-from tradingmem_assets.defs.profile import snapshots
+from tradingmem_assets.defs.profile import kb as knowledge_base
+from tradingmem_assets.defs.profile.build import build_profiles
 from tradingmem_assets.lib.validation import validate
 
 AS_OF = AS_OF_TS
@@ -30,9 +31,9 @@ def build(
     transactions: list[dict] | None = None,
     units: list[dict] | None = None,
 ) -> dict[str, dict]:
-    promotions = memory.classify_units(frame("memory_unit", units or []), AS_OF, 365)
-    facts = memory.user_facts(promotions)
-    built = profile.build_profiles(
+    promotions = promotion.classify_units(frame("memory_unit", units or []), AS_OF, 365)
+    facts = promotion.user_facts(promotions)
+    built = build_profiles(
         frame("customers", customers or [customer("c1")]),
         frame("questionnaire_results", questionnaires or []),
         frame("customer_transactions", transactions or []),
@@ -91,7 +92,7 @@ def test_same_instant_questionnaires_resolve_to_the_highest_assessment_id():
     ],
 )
 def test_self_reports_map_to_investor_classes(said, klass):
-    got = pl.select(profile.self_report_class(pl.lit(said))).item()
+    got = pl.select(fields.self_report_class(pl.lit(said))).item()
     assert got == klass
     # agreeing with the questionnaire is no conflict; disagreeing is
     same = build(questionnaires=[q("qa", "c1", klass, "2024-01-01")], units=[risk_unit(said)])["c1"]
@@ -204,9 +205,9 @@ def test_every_field_has_a_basis_entry_with_a_reason_even_for_an_empty_customer(
             customer("c9", real_name=None, birth_date=None, occupation=None, mobile=None, opened_at=None)
         ]
     )["c9"]
-    assert set(got["generation_basis"]) == set(profile.PROFILE_FIELDS)
+    assert set(got["generation_basis"]) == set(fields.PROFILE_FIELDS)
     for field, entry in got["generation_basis"].items():
-        assert entry["source"] == profile.FIELD_OWNERS[field]
+        assert entry["source"] == fields.FIELD_OWNERS[field]
         assert entry["rule"] and entry["reason"], field
 
 
@@ -223,12 +224,12 @@ LATEST_EMPTY = pl.DataFrame(
 
 
 def profiles_frame(**kw) -> pl.DataFrame:
-    promotions = memory.classify_units(frame("memory_unit", kw.get("units", [])), AS_OF, 365)
-    return profile.build_profiles(
+    promotions = promotion.classify_units(frame("memory_unit", kw.get("units", [])), AS_OF, 365)
+    return build_profiles(
         frame("customers", kw.get("customers", [customer("c1"), customer("c2")])),
         frame("questionnaire_results", kw.get("questionnaires", [])),
         frame("customer_transactions", []),
-        memory.user_facts(promotions),
+        promotion.user_facts(promotions),
         AS_OF,
         promotions,
     )
@@ -347,18 +348,18 @@ def test_kb_red_line_fails_on_an_internal_document():
             {"doc_id": "k2", "title": "AML manual", "visibility": "internal", "body": "b"},
         ],
     )
-    kb = profile.customer_kb(docs)
+    kb = knowledge_base.customer_kb(docs)
     assert kb.get_column("doc_id").to_list() == ["k1"]
     source = docs.select("doc_id", pl.col("visibility").alias("source_visibility"))
     assert validate(schemas.CUSTOMER_KB_SCHEMA, kb.join(source, on="doc_id")).passed
-    leaked = docs.select(profile.CUSTOMER_KB_SCHEMA.names()).join(source, on="doc_id")
+    leaked = docs.select(knowledge_base.CUSTOMER_KB_SCHEMA.names()).join(source, on="doc_id")
     assert schemas.KB_CHECK in failed_checks(schemas.CUSTOMER_KB_SCHEMA, leaked)
 
 
 def test_user_facts_red_line_fails_on_a_one_off_statement():
     units = frame("memory_unit", [unit("u1", "c1", "k", "v", confidence=0.8, evidence=1)])
-    forced = memory.classify_units(units, AS_OF, 365).with_columns(pl.lit("promoted").alias("status"))
-    facts = memory.user_facts(forced).join(
+    forced = promotion.classify_units(units, AS_OF, 365).with_columns(pl.lit("promoted").alias("status"))
+    facts = promotion.user_facts(forced).join(
         forced.select(
             pl.col("unit_id").alias("source_unit_id"),
             "conflict_count",
@@ -382,20 +383,20 @@ def test_building_in_chunks_gives_the_same_rows_as_one_pass():
     transactions = frame(
         "customer_transactions", [txn(f"t{i}", f"c{i % 7}", "2024-06-01", f"R{1 + i % 5}") for i in range(20)]
     )
-    promotions = memory.classify_units(
+    promotions = promotion.classify_units(
         frame("memory_unit", [risk_unit("aggressive", cid=f"c{i}", uid=f"u{i}") for i in range(0, 7, 2)]),
         AS_OF,
         365,
     )
-    facts = memory.user_facts(promotions)
-    whole = profile.build_profiles(customers, questionnaires, transactions, facts, AS_OF, promotions)
+    facts = promotion.user_facts(promotions)
+    whole = build_profiles(customers, questionnaires, transactions, facts, AS_OF, promotions)
     parts = []
     ordered = customers.sort("customer_id")
     for start in range(0, ordered.height, 3):  # profiles are per customer: any split gives the same rows
         chunk = ordered.slice(start, 3)
         mine = pl.col("customer_id").is_in(chunk.get_column("customer_id").implode())
         parts.append(
-            profile.build_profiles(
+            build_profiles(
                 chunk,
                 questionnaires.filter(mine),
                 transactions.filter(mine),
@@ -419,8 +420,8 @@ def test_the_latest_balance_may_be_older_than_the_windows_and_future_rows_do_not
     ]
     customers = frame("customers", [customer("c1"), customer("c2")])
     questionnaires = frame("questionnaire_results", [q("qa", "c1", "C2", "2024-01-01")])
-    empty_facts = memory.user_facts(memory.classify_units(frame("memory_unit", []), AS_OF, 365))
-    built = profile.build_profiles(
+    empty_facts = promotion.user_facts(promotion.classify_units(frame("memory_unit", []), AS_OF, 365))
+    built = build_profiles(
         customers, questionnaires, frame("customer_transactions", rows), empty_facts, AS_OF
     )
     c1, c2 = built.to_dicts()

@@ -1,4 +1,8 @@
-"""The warehouse resource: one DuckDB file, the landing folder and the run's time anchor."""
+"""The warehouse resource: one DuckDB file, the landing folder and the run's time anchor.
+
+Set up once per run (the in-process executor), it also records the run in ``warehouse_runs`` and
+refuses a learning run that would move the warehouse back in time (SPEC section 16).
+"""
 
 import os
 from collections.abc import Iterator
@@ -11,6 +15,7 @@ import duckdb
 from dagster_duckdb import DuckDBResource
 from pydantic import Field, PrivateAttr
 
+from tradingmem_assets.defs.operations import ledger
 from tradingmem_assets.lib.registry import RoleRegistry, load_registry
 from tradingmem_assets.settings import (
     SETTINGS,
@@ -44,9 +49,37 @@ class WarehouseResource(DuckDBResource):
     )
     _as_of_ts: datetime | None = PrivateAttr(default=None)
 
+    _run_id: str | None = PrivateAttr(default=None)
+
     def setup_for_execution(self, context: dg.InitResourceContext) -> None:
         # Fixed once per run, so every asset of a run agrees on "now".
         self._as_of_ts = resolve_as_of(self.as_of)
+        run = context.dagster_run
+        if run is None or context.instance is None:
+            return  # built outside a run (a direct asset invocation in a test)
+        kind = ledger.run_kind(run.job_name, _materialized_assets(context.instance, run))
+        if kind is None:
+            return
+        with self.connect() as con:
+            try:
+                ledger.open_run(
+                    con,
+                    run_id=run.run_id,
+                    job_name=run.job_name,
+                    kind=kind,
+                    as_of=self._as_of_ts,
+                    database=self.database,
+                )
+            except ledger.RunRefusedError as exc:
+                raise dg.Failure(description=str(exc)) from exc
+        self._run_id = run.run_id
+
+    def teardown_after_execution(self, context: dg.InitResourceContext) -> None:
+        if self._run_id is None or context.instance is None:
+            return
+        failures = context.instance.all_logs(self._run_id, of_type=dg.DagsterEventType.STEP_FAILURE)
+        with self.connect() as con:
+            ledger.close_run(con, run_id=self._run_id, failed=bool(failures))
 
     @property
     def as_of_ts(self) -> datetime:
@@ -71,6 +104,19 @@ class WarehouseResource(DuckDBResource):
                 yield con
             finally:
                 con.close()
+
+
+def _materialized_assets(instance: dg.DagsterInstance, run: dg.DagsterRun) -> set[str]:
+    """The asset keys the run's steps materialize, from its execution plan (checks excluded)."""
+    plan = instance.get_execution_plan_snapshot(run.execution_plan_snapshot_id)
+    chosen = set(run.step_keys_to_execute) if run.step_keys_to_execute is not None else None
+    return {
+        output.properties.asset_key.to_user_string()
+        for step in plan.steps
+        if chosen is None or step.key in chosen
+        for output in step.outputs
+        if output.properties is not None and output.properties.asset_key is not None
+    }
 
 
 def warehouse_from_env() -> WarehouseResource:

@@ -55,6 +55,8 @@ ADVISOR_CUSTOMER_VIEW = "main.advisor_customer_view"
 CUSTOMER_KB = "main.customer_kb"
 # audit
 METHODOLOGY_AUDIT_REPORTS = "main.methodology_audit_reports"
+# operations
+WAREHOUSE_RUNS = "main.warehouse_runs"
 # migration
 MIGRATION_BACKUPS = "main.migration_backups"
 MIGRATED_ROLE_CASES = "main.migrated_role_cases"
@@ -83,11 +85,18 @@ METHODOLOGY_ASSETS = (
 HEARTBEAT_ASSET = "methodology_cron_runs"
 LEARNING_ASSETS: frozenset[str] = frozenset({*LEARNINGS_ASSETS, *METHODOLOGY_ASSETS, HEARTBEAT_ASSET})
 
+# the assets outside the main job: the audit and the partitioned migration
+AUDIT_ASSETS: frozenset[str] = frozenset({"methodology_audit_reports"})
+MIGRATION_ASSETS: frozenset[str] = frozenset(
+    {"legacy_role_memory_backup", "migrated_role_cases", "migration_conservation_report"}
+)
+
 # jobs
 TRADING_MEMORY_JOB = "trading_memory_job"
 METHODOLOGY_AUDIT_JOB = "methodology_audit_job"
 AUDIT_ISOLATION_ALERT_JOB = "audit_isolation_alert_job"
 WAREHOUSE_CHECKS_JOB = "warehouse_checks_job"
+LEGACY_MIGRATION_JOB = "legacy_migration_job"
 # A learning run is any run of these jobs; the audit scheduler defers while one is queued or
 # in progress, and the heartbeat records each one.
 LEARNING_JOB_NAMES: frozenset[str] = frozenset({TRADING_MEMORY_JOB})

@@ -3,7 +3,7 @@
 import dagster as dg
 import polars as pl
 
-from tradingmem_assets.defs.memory import layers as memory
+from tradingmem_assets.defs.memory import promotion, sessions
 from tradingmem_assets.defs.profile import invariants as schemas
 from tradingmem_assets.defs.resources import WarehouseResource
 from tradingmem_assets.lib import tables
@@ -37,8 +37,8 @@ def session_contexts(context: dg.AssetExecutionContext, warehouse: WarehouseReso
         read_columns(
             con, tables.raw_table("conversation_message"), ["message_id"], limit=0
         )  # clear failure if missing
-        messages = read_frame(con, memory.ACTIVE_SESSION_MESSAGES_SQL, [as_of])
-        result = memory.session_contexts(messages, as_of)
+        messages = read_frame(con, sessions.ACTIVE_SESSION_MESSAGES_SQL, [as_of])
+        result = sessions.session_contexts(messages, as_of)
         validation = validate(schemas.session_contexts_schema(as_of), result.contexts)
         fail_on(validation, "session_contexts")
         with transaction(con):
@@ -113,12 +113,12 @@ def memory_promotion(context: dg.AssetExecutionContext, warehouse: WarehouseReso
     stale_days = SETTINGS.memory_stale_days
     with warehouse.connect() as con:
         read_columns(
-            con, tables.raw_table("memory_unit"), memory.UNIT_COLUMNS, limit=0
+            con, tables.raw_table("memory_unit"), promotion.UNIT_COLUMNS, limit=0
         )  # clear failure if missing
         read_columns(con, tables.raw_table("memory_evidence"), ["unit_id", "created_at"], limit=0)
         with transaction(con):  # a broken red line raises here: both tables stay as they were
-            memory.create_promotions(con, as_of, stale_days)
-            memory.create_user_facts(con)
+            promotion.create_promotions(con, as_of, stale_days)
+            promotion.create_user_facts(con)
             validation = validate(
                 schemas.user_facts_schema(as_of, stale_days), as_utc(read_frame(con, FACTS_CHECKED_SQL))
             )
@@ -130,21 +130,21 @@ def memory_promotion(context: dg.AssetExecutionContext, warehouse: WarehouseReso
         metadata={
             **table_metadata(
                 tables.MEMORY_PROMOTIONS,
-                pl.DataFrame(schema=memory.MEMORY_PROMOTIONS_SCHEMA),
+                pl.DataFrame(schema=promotion.MEMORY_PROMOTIONS_SCHEMA),
                 row_count=promotions,
             ),
             "as_of": as_of.isoformat(),
             "memory_stale_days": stale_days,
             "units_created_after_as_of": units - promotions,
             "evidence_rows_without_unit": orphans,
-            **{f"units_{s}": int(statuses.get(s, 0)) for s in memory.UNIT_STATUSES},
+            **{f"units_{s}": int(statuses.get(s, 0)) for s in promotion.UNIT_STATUSES},
         },
     )
     yield dg.MaterializeResult(
         asset_key="user_facts",
         metadata={
             **table_metadata(
-                tables.USER_FACTS, pl.DataFrame(schema=memory.USER_FACTS_SCHEMA), row_count=facts
+                tables.USER_FACTS, pl.DataFrame(schema=promotion.USER_FACTS_SCHEMA), row_count=facts
             ),
             "critical_facts": critical,
             "customers_with_facts": customers,

@@ -8,9 +8,10 @@ the asset graph shows that no consumer reads memory_unit.
 import dagster as dg
 import polars as pl
 
+from tradingmem_assets.defs.profile import build, fields, snapshots
 from tradingmem_assets.defs.profile import invariants as schemas
-from tradingmem_assets.defs.profile import ownership as profile
-from tradingmem_assets.defs.profile import snapshots
+from tradingmem_assets.defs.profile import kb as knowledge_base
+from tradingmem_assets.defs.profile.basis import basis_struct_sql
 from tradingmem_assets.defs.profile.writes import (
     ensure_profile_tables,
     mark_rewrites,
@@ -21,6 +22,7 @@ from tradingmem_assets.defs.profile.writes import (
 from tradingmem_assets.defs.resources import WarehouseResource
 from tradingmem_assets.lib import tables
 from tradingmem_assets.lib.dagster_kit import check_result, fail_on, table_metadata
+from tradingmem_assets.lib.sql_json import sql_literal
 from tradingmem_assets.lib.tables import raw_key
 from tradingmem_assets.lib.validation import customer_ranges, validate, validate_by_customer
 from tradingmem_assets.lib.warehouse import read_columns, read_frame, replace_table, transaction
@@ -42,8 +44,8 @@ def profile_checked_sql(customers: str) -> str:
     """What the profile red lines read of the built rows of some customers: the values, the basis
     as a struct and the independently read latest questionnaire."""
     return (
-        f"SELECT customer_id, {', '.join(profile.PROFILE_FIELDS)}, snapshot_hash, "
-        f"{profile.basis_struct_sql()} AS basis, expected_investor_type "
+        f"SELECT customer_id, {', '.join(fields.PROFILE_FIELDS)}, snapshot_hash, "
+        f"{basis_struct_sql()} AS basis, expected_investor_type "
         f"FROM (SELECT * FROM {BUILD} WHERE {customers}) "
         f"LEFT JOIN (SELECT * FROM {EXPECTED} WHERE {customers}) USING (customer_id)"
     )
@@ -116,9 +118,9 @@ def customer_profile(context: dg.AssetExecutionContext, warehouse: WarehouseReso
             read_columns(con, table, [column], limit=0)  # clear failure if missing
         with transaction(con):  # a broken red line rolls everything back: the old tables stay
             ensure_profile_tables(con)
-            profile.create_profiles(con, as_of, BUILD)
+            build.create_profiles(con, as_of, BUILD)
             # the red line is checked against an independent SQL reading of the questionnaires
-            expected = f"{profile.latest_investor_types_sql()} ORDER BY customer_id"
+            expected = f"{schemas.latest_investor_types_sql()} ORDER BY customer_id"
             con.execute(f"CREATE OR REPLACE TEMP TABLE {EXPECTED} AS {expected}", [as_of])
             profile_validation = validate_by_customer(
                 con,
@@ -140,8 +142,8 @@ def customer_profile(context: dg.AssetExecutionContext, warehouse: WarehouseReso
             con.sql(
                 PROFILE_COUNTS_SQL,
                 params={
-                    "self_reported": profile.SELF_REPORTED_TAG,
-                    "conflict": profile.SUITABILITY_CONFLICT_TAG,
+                    "self_reported": fields.SELF_REPORTED_TAG,
+                    "conflict": fields.SUITABILITY_CONFLICT_TAG,
                 },
             )
             .pl()
@@ -152,7 +154,7 @@ def customer_profile(context: dg.AssetExecutionContext, warehouse: WarehouseReso
         metadata={
             **table_metadata(
                 tables.FIN_CUSTOMER_PROFILE,
-                pl.DataFrame(schema=profile.PROFILE_SCHEMA),
+                pl.DataFrame(schema=fields.PROFILE_SCHEMA),
                 row_count=counts["profiles"],
             ),
             "as_of": as_of.isoformat(),
@@ -187,14 +189,16 @@ def customer_profile(context: dg.AssetExecutionContext, warehouse: WarehouseReso
     )
 
 
-ADVISOR_VIEW_SQL = """
+# the profile rules' tags and suitability ceiling, formatted from fields (declared there once)
+ADVISOR_VIEW_SQL = f"""
 CREATE OR REPLACE TABLE main.advisor_customer_view AS
 SELECT customer_id, real_name, mobile_masked, investor_type,
-       CASE WHEN investor_type IS NULL THEN NULL ELSE 'R' || substr(investor_type, 2) END
+       CASE WHEN investor_type IS NULL THEN NULL ELSE {fields.risk_ceiling_sql("investor_type")} END
            AS max_product_risk_level,
        investor_type IS NULL AS needs_questionnaire,
-       list_contains(risk_tags, 'suitability_conflict') AS suitability_conflict,
-       substr(list_filter(risk_tags, lambda t: starts_with(t, 'self_reported:'))[1], 15)
+       list_contains(risk_tags, {sql_literal(fields.SUITABILITY_CONFLICT_TAG)}) AS suitability_conflict,
+       substr(list_filter(risk_tags, lambda t: starts_with(t, {sql_literal(fields.SELF_REPORTED_TAG)}))[1],
+              {len(fields.SELF_REPORTED_TAG) + 1})
            AS self_reported_risk,
        risk_tags, total_asset, trading_frequency, behavior_score, preferred_asset_class, investment_horizon,
        profile_version, snapshot_hash
@@ -251,7 +255,7 @@ def customer_kb(warehouse: WarehouseResource) -> dg.MaterializeResult:
         documents = read_columns(
             con, tables.raw_table("kb_documents"), ["doc_id", "title", "visibility", "body"]
         )
-        kb = profile.customer_kb(documents)
+        kb = knowledge_base.customer_kb(documents)
         source = read_frame(con, "SELECT doc_id, visibility AS source_visibility FROM raw.kb_documents")
         validation = validate(schemas.CUSTOMER_KB_SCHEMA, kb.join(source, on="doc_id", how="left"))
         fail_on(validation, "customer_kb")

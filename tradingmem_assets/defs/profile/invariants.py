@@ -19,15 +19,10 @@ from datetime import datetime, timedelta
 import pandera.polars as pa
 import polars as pl
 
-from tradingmem_assets.defs.memory.layers import (
-    CRITICAL_FACT_KEYS,
-    PROMOTION_MIN_CONFIDENCE,
-    PROMOTION_MIN_EVIDENCE,
-    SESSION_IDLE,
-    SESSION_MAX_AGE,
-    SESSION_TOKEN_BUDGET,
-)
-from tradingmem_assets.defs.profile.ownership import PROFILE_FIELDS
+from tradingmem_assets.defs.memory.facts import CRITICAL_FACT_KEYS
+from tradingmem_assets.defs.memory.promotion import PROMOTION_MIN_CONFIDENCE, PROMOTION_MIN_EVIDENCE
+from tradingmem_assets.defs.memory.sessions import SESSION_IDLE, SESSION_MAX_AGE, SESSION_TOKEN_BUDGET
+from tradingmem_assets.defs.profile.fields import PROFILE_FIELDS
 from tradingmem_assets.lib.vocabulary import INVESTOR_TYPES
 
 INVESTOR_TYPE_CHECK = "investor_type_from_latest_questionnaire"
@@ -68,6 +63,15 @@ def _every_field_has_basis() -> pl.Expr:
     for field in PROFILE_FIELDS:
         ok = ok & _basis_entry_ok(field)
     return ok
+
+
+def latest_investor_types_sql() -> str:
+    """Independent SQL for the red-line check: the latest questionnaire value per customer at $1."""
+    return (
+        "SELECT customer_id, investor_type AS expected_investor_type FROM raw.questionnaire_results "
+        "WHERE assessed_at <= $1 QUALIFY row_number() OVER "
+        "(PARTITION BY customer_id ORDER BY assessed_at DESC, assessment_id DESC) = 1"
+    )
 
 
 FIN_CUSTOMER_PROFILE_SCHEMA = pa.DataFrameSchema(

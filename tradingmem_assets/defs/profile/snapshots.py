@@ -1,6 +1,6 @@
 """Versioned profile snapshots (SPEC section 10): a new version only when the profile's hash changes.
 
-Set-based SQL over a profile build (``core.profile.create_profiles``) and ``profile_snapshots``;
+Set-based SQL over a profile build (``build.create_profiles``) and ``profile_snapshots``;
 ``plan_snapshots`` runs the same statements over plain frames.
 
 - A version is appended only when ``snapshot_hash`` differs from the customer's newest snapshot:
@@ -18,7 +18,7 @@ from datetime import datetime
 import duckdb
 import polars as pl
 
-from tradingmem_assets.defs.memory.layers import hashed_ids
+from tradingmem_assets.defs.memory.facts import hashed_ids
 from tradingmem_assets.lib.dtypes import UTC_TS
 
 SNAPSHOTS_SCHEMA = pl.Schema(

@@ -2,9 +2,10 @@
 
 ``fin_customer_profile`` rows are replaced only where they changed (hash, version or basis), so
 an unchanged re-run rewrites nothing; ``profile_snapshots`` only ever gets rows appended and
-``is_current`` flipped on the superseded version. ``build`` is a ``core.profile.create_profiles``
-table (sorted by customer_id) with ``core.snapshots.assign_versions``' columns: every write is a
-filtered scan of it, so rows are written in customer_id order without sorting the wide JSON.
+``is_current`` flipped on the superseded version. The ``build`` argument is a
+``build.create_profiles`` table (sorted by customer_id) with ``snapshots.assign_versions``'
+columns: every write is a filtered scan of it, so rows are written in customer_id order without
+sorting the wide JSON.
 """
 
 from datetime import datetime
@@ -12,8 +13,10 @@ from datetime import datetime
 import duckdb
 import polars as pl
 
-from tradingmem_assets.defs.profile import ownership as profile
 from tradingmem_assets.defs.profile import snapshots
+from tradingmem_assets.defs.profile.basis import generation_basis_sql
+from tradingmem_assets.defs.profile.build import profile_rows_sql
+from tradingmem_assets.defs.profile.fields import PROFILE_SCHEMA
 from tradingmem_assets.lib import tables
 from tradingmem_assets.lib.warehouse import replace_table, scalar, table_exists
 
@@ -21,7 +24,7 @@ from tradingmem_assets.lib.warehouse import replace_table, scalar, table_exists
 def ensure_profile_tables(con: duckdb.DuckDBPyConnection) -> None:
     """Create both tables when missing; a profile table of another layout is rebuilt (call inside the
     transaction, so a failed run keeps the old one)."""
-    empty = pl.DataFrame(schema=profile.PROFILE_SCHEMA)
+    empty = pl.DataFrame(schema=PROFILE_SCHEMA)
     if table_exists(con, tables.FIN_CUSTOMER_PROFILE):
         columns = [
             r[0]
@@ -52,7 +55,7 @@ def mark_rewrites(con: duckdb.DuckDBPyConnection, build: str) -> int:
                      s.generation_basis AS stored_basis
               FROM {build} b JOIN {tables.FIN_CUSTOMER_PROFILE} s USING (customer_id))
         WHERE stored_hash = snapshot_hash AND stored_version IS NOT DISTINCT FROM profile_version
-          AND stored_basis = ({profile.generation_basis_sql()})
+          AND stored_basis = ({generation_basis_sql()})
     """
     con.execute(f"UPDATE {build} SET rewrite = false WHERE customer_id IN ({unchanged})")
     return int(scalar(con, f"SELECT count(*) FROM {build} WHERE rewrite") or 0)
@@ -60,13 +63,13 @@ def mark_rewrites(con: duckdb.DuckDBPyConnection, build: str) -> int:
 
 def write_profiles(con: duckdb.DuckDBPyConnection, build: str) -> None:
     """Replace the stored rows marked ``rewrite`` (and add the new ones), in the build's order."""
-    cols = ", ".join(f'"{c}"' for c in profile.PROFILE_SCHEMA.names())
+    cols = ", ".join(f'"{c}"' for c in PROFILE_SCHEMA.names())
     rows = f"(SELECT * FROM {build} WHERE rewrite)"
     con.execute(
         f"DELETE FROM {tables.FIN_CUSTOMER_PROFILE} WHERE customer_id IN (SELECT customer_id FROM {rows})"
     )
     con.execute(
-        f"INSERT INTO {tables.FIN_CUSTOMER_PROFILE} ({cols}) SELECT {cols} FROM ({profile.profile_rows_sql(rows)})"
+        f"INSERT INTO {tables.FIN_CUSTOMER_PROFILE} ({cols}) SELECT {cols} FROM ({profile_rows_sql(rows)})"
     )
 
 
@@ -75,9 +78,10 @@ def supersede_and_append(con: duckdb.DuckDBPyConnection, build: str, as_of: date
     were); returns (superseded, appended)."""
     superseded = snapshots.supersede(con, tables.PROFILE_SNAPSHOTS, build)
     cols = ", ".join(f'"{c}"' for c in snapshots.SNAPSHOTS_SCHEMA.names())
-    rows = f"({profile.profile_rows_sql(f'(SELECT * FROM {build} WHERE is_new)')})"
+    rows = f"({profile_rows_sql(f'(SELECT * FROM {build} WHERE is_new)')})"
     appended = con.execute(
-        f"INSERT INTO {tables.PROFILE_SNAPSHOTS} ({cols}) SELECT {cols} FROM ({snapshots.new_snapshots_sql(rows)})",
+        f"INSERT INTO {tables.PROFILE_SNAPSHOTS} ({cols}) "
+        f"SELECT {cols} FROM ({snapshots.new_snapshots_sql(rows)})",
         {"as_of": as_of},
     ).fetchall()[0][0]
     return superseded, int(appended)
