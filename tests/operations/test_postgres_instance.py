@@ -249,9 +249,7 @@ def test_both_jobs_succeed_and_their_runs_are_stored_in_postgres(pg_runs, postgr
         with con.cursor() as cur:
             cur.execute("SELECT pipeline_name, status FROM runs ORDER BY create_timestamp")
             assert cur.fetchall() == [("trading_memory_job", "SUCCESS"), ("methodology_audit_job", "SUCCESS")]
-            cur.execute(
-                "SELECT count(*) FROM event_logs WHERE dagster_event_type = 'ASSET_MATERIALIZATION'"
-            )
+            cur.execute("SELECT count(*) FROM event_logs WHERE dagster_event_type = 'ASSET_MATERIALIZATION'")
             assert cur.fetchone()[0] > 10
             cur.execute("SELECT instigator_type, status FROM instigators")
             assert ("SCHEDULE", "RUNNING") in cur.fetchall()
