@@ -251,7 +251,7 @@ def test_the_toggle_on_the_automation_page_starts_a_schedule(browser, webserver)
         time.sleep(0.5)
 
 
-def test_the_schedule_page_names_its_job_and_cron(browser, webserver):
+def test_the_schedule_page_names_its_job_and_cron_and_has_its_switch(browser, webserver):
     open_page(
         browser,
         webserver,
@@ -260,3 +260,5 @@ def test_the_schedule_page_names_its_job_and_cron(browser, webserver):
         "trading_memory_job",
         "0 2 * * *",
     )
+    switches = browser.find_elements(By.XPATH, "//label[contains(@class, 'Switch')]/input[@type='checkbox']")
+    assert switches, "no on/off switch on the schedule page"
