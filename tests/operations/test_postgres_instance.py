@@ -119,7 +119,7 @@ def postgres() -> Iterator[PostgresServer]:
         shutil.chown(pwfile, user)
     started = False
     try:
-        subprocess.run(
+        init = subprocess.run(
             _as_user(
                 user,
                 [
@@ -132,8 +132,9 @@ def postgres() -> Iterator[PostgresServer]:
                     "--no-instructions",
                 ],
             ),
-            check=True, capture_output=True, text=True, timeout=120,
+            cwd=root, capture_output=True, text=True, timeout=120,
         )  # fmt: skip
+        assert init.returncode == 0, f"initdb failed:\n{init.stdout[-2000:]}\n{init.stderr[-2000:]}"
         for _attempt in range(3):  # the free port may be taken between probe and bind
             port = _free_port()
             options = (
@@ -146,7 +147,7 @@ def postgres() -> Iterator[PostgresServer]:
                     [str(bindir / "pg_ctl"), "-D", str(data), "-l", str(root / "server.log"),
                      "-w", "-t", "60", "-o", options, "start"],
                 ),
-                capture_output=True, text=True, timeout=120,
+                cwd=root, capture_output=True, text=True, timeout=120,
             )  # fmt: skip
             if proc.returncode == 0:
                 started = True
@@ -155,10 +156,10 @@ def postgres() -> Iterator[PostgresServer]:
         assert started, f"PostgreSQL did not start: {proc.stderr}\n{log[-2000:]}"
         yield PostgresServer(host="127.0.0.1", port=port, user=PG_USER, password=PG_PASSWORD)
     finally:
-        if started:
+        if started or (data / "postmaster.pid").exists():  # also a server that came up too late
             subprocess.run(
                 _as_user(user, [str(bindir / "pg_ctl"), "-D", str(data), "-m", "fast", "-w", "stop"]),
-                capture_output=True, timeout=60,
+                cwd=root, capture_output=True, timeout=60,
             )  # fmt: skip
         shutil.rmtree(root, ignore_errors=True)
 
