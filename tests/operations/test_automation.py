@@ -199,6 +199,18 @@ def test_builders_start_stopped_unless_automation_is_on(landing):
     assert build_landing_sensor(automation=True).default_status == dg.DefaultSensorStatus.RUNNING
 
 
+def test_settings_read_the_automation_switch_and_crons_once():
+    from tradingmem_assets.settings import load_settings
+
+    assert load_settings({}).automation_enabled is False
+    assert load_settings({"TRADINGMEM_AUTOMATION": "on"}).automation_enabled is True
+    assert load_settings({"TRADINGMEM_AUTOMATION": "maybe"}).automation_enabled is False  # warns
+    assert load_settings({}).schedule_cron == "0 2 * * *"
+    assert load_settings({"TRADINGMEM_SCHEDULE_CRON": " 15  3 * * 1-5 "}).schedule_cron == "15 3 * * 1-5"
+    assert load_settings({"TRADINGMEM_SCHEDULE_CRON": "daily"}).schedule_cron == "0 2 * * *"  # warns
+    assert load_settings({"TRADINGMEM_CHECKS_SCHEDULE_CRON": "0 4 * * *"}).checks_schedule_cron == "0 4 * * *"
+
+
 _PROBE = """
 import json
 import tradingmem_assets.definitions as d
