@@ -20,6 +20,9 @@ log = logging.getLogger("tradingmem.settings")
 
 PACKAGE_DIR = Path(__file__).resolve().parent
 
+DEFAULT_SCHEDULE_CRON = "0 2 * * *"
+DEFAULT_CHECKS_SCHEDULE_CRON = "30 2 * * *"
+
 RoleMemoryMode = Literal["off", "shadow", "active"]
 ROLE_MEMORY_MODES: tuple[RoleMemoryMode, ...] = ("off", "shadow", "active")
 
@@ -59,7 +62,7 @@ def _number(env: Mapping[str, str], name: str, default: float, cast: type = floa
 
 @dataclass(frozen=True)
 class Settings:
-    """Values fixed for the life of the process (SPEC sections 7, 8, 9, 10)."""
+    """Values fixed for the life of the process (SPEC sections 7, 8, 9, 10, 18)."""
 
     role_memory_mode: RoleMemoryMode
     roles_file: Path
@@ -81,6 +84,21 @@ class Settings:
     llm_base_url: str | None
     llm_model: str
     llm_api_key: str | None
+    automation_enabled: bool = False  # TRADINGMEM_AUTOMATION=on starts the run-launching schedules/sensors
+    schedule_cron: str = DEFAULT_SCHEDULE_CRON
+    checks_schedule_cron: str = DEFAULT_CHECKS_SCHEDULE_CRON
+
+
+def _cron(env: Mapping[str, str], name: str, default: str) -> str:
+    """A five-field cron string; anything else warns and falls back (Dagster validates the fields)."""
+    raw = env.get(name)
+    if raw is None or raw.strip() == "":
+        return default
+    value = " ".join(raw.split())
+    if len(value.split(" ")) != 5:
+        log.warning("%s=%r is not a five-field cron string; using %r", name, raw, default)
+        return default
+    return value
 
 
 def load_settings(env: Mapping[str, str] | None = None) -> Settings:
@@ -120,6 +138,9 @@ def load_settings(env: Mapping[str, str] | None = None) -> Settings:
         llm_base_url=env.get("TRADINGMEM_LLM_BASE_URL") or None,
         llm_model=env.get("TRADINGMEM_LLM_MODEL", "gpt-4o-mini"),
         llm_api_key=env.get("TRADINGMEM_LLM_API_KEY") or None,
+        automation_enabled=_bool(env, "TRADINGMEM_AUTOMATION", False),
+        schedule_cron=_cron(env, "TRADINGMEM_SCHEDULE_CRON", DEFAULT_SCHEDULE_CRON),
+        checks_schedule_cron=_cron(env, "TRADINGMEM_CHECKS_SCHEDULE_CRON", DEFAULT_CHECKS_SCHEDULE_CRON),
     )
 
 

@@ -1,0 +1,1 @@
+"""Operations: schedules, the landing sensor, the checks job, the PostgreSQL instance and the UI."""

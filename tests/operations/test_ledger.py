@@ -7,10 +7,10 @@ import hashlib
 import duckdb
 import pytest
 
+from tests.world import World
 from tradingmem_assets.defs.audit.table_hash import tables_sha256
 from tradingmem_assets.defs.operations import ledger
 from tradingmem_assets.demo import write_demo_world
-from tests.world import World
 
 T = "2024-07-01T00:00:00Z"
 EARLIER = "2024-06-01T00:00:00Z"

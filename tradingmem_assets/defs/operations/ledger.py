@@ -86,9 +86,12 @@ def open_run(
 ) -> None:
     """Record a run as ``running``, or refuse it (raising, with nothing written)."""
     with transaction(con):
-        if table_exists(con, tables.WAREHOUSE_RUNS) and con.execute(
-            f"SELECT count(*) FROM {tables.WAREHOUSE_RUNS} WHERE run_id = ?", [run_id]
-        ).fetchall()[0][0]:
+        if (
+            table_exists(con, tables.WAREHOUSE_RUNS)
+            and con.execute(
+                f"SELECT count(*) FROM {tables.WAREHOUSE_RUNS} WHERE run_id = ?", [run_id]
+            ).fetchall()[0][0]
+        ):
             return  # a re-executed step of a run already recorded
         if kind == "learning":
             message = refusal(as_of, learning_bound(con), database)
