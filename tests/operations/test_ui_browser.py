@@ -28,7 +28,7 @@ CHROMEDRIVER = "/usr/bin/chromedriver"
 LOCATION = "tradingmem_assets"
 GROUPS = ("landing", "evaluation", "role_memory", "learning", "profile", "audit", "migration")
 LOAD_TIMEOUT_S = 120
-PAGE_TIMEOUT_S = 30
+PAGE_TIMEOUT_S = 90  # generous: CI shares two cores with the rest of the suite
 INSTANCE_YAML = """\
 telemetry:
   enabled: false

@@ -6,7 +6,7 @@ refuses a learning run that would move the warehouse back in time (SPEC section 
 
 import os
 from collections.abc import Iterator
-from contextlib import contextmanager
+from contextlib import AbstractContextManager, contextmanager
 from datetime import datetime
 from pathlib import Path
 
@@ -60,7 +60,7 @@ class WarehouseResource(DuckDBResource):
         kind = ledger.run_kind(run.job_name, _materialized_assets(context.instance, run))
         if kind is None:
             return
-        with self.connect() as con:
+        with self._open() as con:
             try:
                 ledger.open_run(
                     con,
@@ -78,7 +78,7 @@ class WarehouseResource(DuckDBResource):
         if self._run_id is None or context.instance is None:
             return
         failures = context.instance.all_logs(self._run_id, of_type=dg.DagsterEventType.STEP_FAILURE)
-        with self.connect() as con:
+        with self._open() as con:
             ledger.close_run(con, run_id=self._run_id, failed=bool(failures))
 
     @property
@@ -92,9 +92,13 @@ class WarehouseResource(DuckDBResource):
             return LOADED_REGISTRY
         return load_registry(Path(self.roles_file))
 
-    @contextmanager
-    def connect(self) -> Iterator[duckdb.DuckDBPyConnection]:
+    def connect(self) -> AbstractContextManager[duckdb.DuckDBPyConnection]:
         """A writable connection that is closed even when the block raises."""
+        return self._open()
+
+    @contextmanager
+    def _open(self) -> Iterator[duckdb.DuckDBPyConnection]:
+        # the run ledger uses this too: it is the resource's own bookkeeping, not an asset's work
         Path(self.database).parent.mkdir(parents=True, exist_ok=True)
         with self.get_connection() as con:
             try:
