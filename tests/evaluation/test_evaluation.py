@@ -9,7 +9,7 @@ import pytest
 from tests.world import World, ts
 from tradingmem_assets.defs.evaluation.scoring import run_id_for
 
-EVAL = ["evaluation_runs", "evaluation_components"]
+EVAL = ["evaluation_runs", "evaluation_primaries", "evaluation_components"]
 LANDING = [
     "raw/trading_decisions",
     "raw/trade_previews",
@@ -188,9 +188,13 @@ def test_evaluation_math_matches_hand_computation_on_real_goog(world: World):
     assert rel["benchmark_return"][0] == pytest.approx(b_out / b_in - 1)
     assert rel["excess_return"][0] == pytest.approx(raw - (b_out / b_in - 1))
 
-    runs = world.query("SELECT * FROM evaluation_runs ORDER BY profile_id")
-    assert runs.height == 3
-    assert set(runs.get_column("status")) == {"complete"}
+    runs = world.query("SELECT * FROM evaluation_runs ORDER BY profile_id, run_version")
+    # per profile: version 0 (the open window, pending) and version 1 (the settled window)
+    assert runs.select("run_version", "status").unique().sort("run_version").rows() == [
+        (0, "pending"),
+        (1, "complete"),
+    ]
+    assert runs.height == 6
     # the valuation role's primary profile is abs_7d: version 1 of it is primary, nothing else
     primary = runs.filter(pl.col("is_primary"))
     assert primary.select("profile_id", "run_version").rows() == [("abs_7d", 1)]
@@ -252,8 +256,11 @@ def test_price_correction_appends_a_version_and_unchanged_inputs_append_nothing(
         "rel_mktidx_7d",
     ]
     # version 1 rows are untouched (append-only) and stay primary: a correction needs a promotion
-    v1 = runs.filter(pl.col("run_version") == 1).sort("run_id")
-    assert v1.drop("is_primary", "promoted_at").equals(first.sort("run_id").drop("is_primary", "promoted_at"))
+    settled = runs.filter(pl.col("run_version") <= 1).sort("run_id")
+    assert settled.drop("is_primary", "promoted_at").equals(first.sort("run_id").drop("is_primary", "promoted_at"))
+    # the corrected window ended long before this run's as_of: it is knowable only now
+    corrected = runs.filter(pl.col("run_version") == 2)
+    assert set(corrected.get_column("known_at")) == {ts("2024-07-01")}
     assert runs.filter(pl.col("is_primary")).select("profile_id", "run_version").rows() == [("abs_7d", 1)]
     new_exit = components(world, run_id_for("d1", "abs_7d", 2))["exit_price"][0]
     old_exit = components(world, run_id_for("d1", "abs_7d", 1))["exit_price"][0]
@@ -302,8 +309,9 @@ def test_open_window_is_pending_then_settles_as_a_new_primary_version(world: Wor
     world.materialize(LANDING + EVAL, as_of="2012-06-05T00:00:00Z")
     runs = world.query("SELECT profile_id, status, is_primary FROM evaluation_runs ORDER BY profile_id")
     assert set(runs.get_column("status")) == {"pending"}
-    pending = components(world, run_id_for("d1", "abs_7d", 1))
+    pending = components(world, run_id_for("d1", "abs_7d", 0))
     assert pending["raw_return"] == (None, "window_open")
+    assert world.rows("SELECT count(*) FROM evaluation_runs WHERE known_at IS NOT NULL")[0][0] == 0
 
     world.materialize(LANDING + EVAL, as_of="2012-06-06T00:00:00Z")  # still open: nothing new
     assert world.rows("SELECT count(*) FROM evaluation_runs")[0][0] == 3
@@ -313,7 +321,11 @@ def test_open_window_is_pending_then_settles_as_a_new_primary_version(world: Wor
         "SELECT profile_id, run_version, status, is_primary FROM evaluation_runs ORDER BY profile_id, run_version"
     )
     abs7 = got.filter(pl.col("profile_id") == "abs_7d")
-    assert abs7.rows() == [("abs_7d", 1, "pending", False), ("abs_7d", 2, "complete", True)]
+    assert abs7.rows() == [("abs_7d", 0, "pending", False), ("abs_7d", 1, "complete", True)]
+    # known at its window's end, not when the warehouse happened to run
+    assert world.rows(
+        "SELECT known_at FROM evaluation_runs WHERE profile_id = 'abs_7d' AND run_version = 1"
+    ) == [(ts("2012-06-08 14:30"),)]
     assert got.filter(pl.col("profile_id") == "abs_30d").get_column("status").to_list() == ["pending"]
 
 

@@ -290,7 +290,7 @@ LANDING = [
     )
 ]
 ROLE_MEMORY = ["role_cases", "role_reflections", "role_stats"]
-DOWNSTREAM = ["evaluation_runs", "evaluation_components"] + ROLE_MEMORY  # what as_of alone can change
+DOWNSTREAM = ["evaluation_runs", "evaluation_primaries", "evaluation_components"] + ROLE_MEMORY  # what as_of alone can change
 PIPELINE = LANDING + DOWNSTREAM
 
 pytestmark_off = pytest.mark.skipif(

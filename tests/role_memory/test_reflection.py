@@ -248,15 +248,15 @@ def test_reflection_waits_for_maturity_and_happens_once_per_primary_run(world: W
     world.materialize(DOWNSTREAM, as_of="2024-02-20T00:00:00Z")  # same primary run: nothing new
     assert world.rows("SELECT case_id, run_id, classification, reflected_at FROM role_reflections") == first
 
-    # promoting the settled 30-day run (version 2: version 1 was appended while its window was open)
-    # changes the primary run: the case is reflected again and the first reflection is kept
+    # promoting the settled 30-day run (version 1; version 0 is its open window) changes the
+    # primary run: the case is reflected again and the first reflection is kept
     world.write(
         "evaluation_promotions",
         [
             {
                 "decision_id": "d",
                 "profile_id": "abs_30d",
-                "run_version": 2,
+                "run_version": 1,
                 "promoted_at": datetime(2024, 3, 4, tzinfo=UTC),
                 "promoted_by": "ops",
             }
@@ -327,6 +327,7 @@ def trainable_rows() -> pl.DataFrame:
         rows.append(
             {
                 "case_id": case,
+                "run_id": f"er_{case}",
                 "role_id": role,
                 "symbol": "AAA",
                 "direction": "long",

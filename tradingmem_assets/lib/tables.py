@@ -28,6 +28,7 @@ RAW_REJECTS = "main.raw_rejects"
 # evaluation
 EVALUATION_RUNS = "main.evaluation_runs"
 EVALUATION_COMPONENTS = "main.evaluation_components"
+EVALUATION_PRIMARIES = "main.evaluation_primaries"
 # role memory
 ROLE_CASES = "main.role_cases"
 ROLE_REFLECTIONS = "main.role_reflections"

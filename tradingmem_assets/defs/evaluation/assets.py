@@ -11,6 +11,7 @@ from tradingmem_assets.defs.evaluation.scoring import (
     check_primary_profiles,
     evaluate,
 )
+from tradingmem_assets.defs.operations.ledger import learning_bound
 from tradingmem_assets.defs.resources import WarehouseResource
 from tradingmem_assets.lib import tables
 from tradingmem_assets.lib.dagster_kit import check_result, table_metadata
@@ -35,7 +36,8 @@ EVALUATION_INPUTS = [
 ]
 # Every column but the 64-hex inputs_hash (sha256 output by construction) is validated by Pandera.
 VALIDATED_COLUMNS = (
-    "run_id, decision_id, execution_id, profile_id, run_version, status, is_primary, promoted_at, created_at"
+    "run_id, decision_id, execution_id, profile_id, run_version, status, is_primary, promoted_at, created_at, "
+    "known_at"
 )
 
 
@@ -47,6 +49,12 @@ VALIDATED_COLUMNS = (
             deps=EVALUATION_INPUTS,
             kinds={"duckdb", "polars"},
             description="Append-only, versioned evaluation of every executed decision against every profile.",
+        ),
+        dg.AssetSpec(
+            "evaluation_primaries",
+            deps=["evaluation_runs"],
+            kinds={"duckdb"},
+            description="Every interval during which a run was its decision's primary run (reads as of a past instant).",
         ),
         dg.AssetSpec(
             "evaluation_components",
@@ -74,7 +82,7 @@ def evaluation(context: dg.AssetExecutionContext, warehouse: WarehouseResource):
                 check_primary_profiles(roles, profiles)
             except EvaluationConfigError as exc:
                 raise dg.Failure(description=str(exc)) from exc
-        evaluate(con, roles, as_of)
+        evaluate(con, roles, as_of, learning_bound(con))
         all_runs = read_frame(con, f"SELECT {VALIDATED_COLUMNS} FROM _ev_all")
         validation = validate(EVALUATION_RUNS_SCHEMA, all_runs)
         if not validation.passed:
@@ -83,9 +91,14 @@ def evaluation(context: dg.AssetExecutionContext, warehouse: WarehouseResource):
                 metadata={"summary": dg.MetadataValue.md(validation.summary())},
             )
         with transaction(con):
-            con.execute("CREATE OR REPLACE TABLE main.evaluation_runs AS SELECT * FROM _ev_all").fetchall()
+            con.execute(f"CREATE OR REPLACE TABLE {tables.EVALUATION_RUNS} AS SELECT * FROM _ev_all").fetchall()
+            con.execute(
+                f"CREATE OR REPLACE TABLE {tables.EVALUATION_PRIMARIES} AS "
+                "SELECT * FROM _ev_primaries ORDER BY decision_id, primary_from"
+            ).fetchall()
             append_components(con)
         appended = scalar(con, "SELECT count(*) FROM _ev_fresh")
+        primaries = scalar(con, f"SELECT count(*) FROM {tables.EVALUATION_PRIMARIES}")
         total_components = scalar(con, "SELECT count(*) FROM main.evaluation_components")
         orphans = scalar(
             con,
@@ -106,6 +119,10 @@ def evaluation(context: dg.AssetExecutionContext, warehouse: WarehouseResource):
             "promotions_without_run": orphans,
         },
         check_results=[check_result(RUNS_INVARIANTS_CHECK, validation, dg.AssetKey("evaluation_runs"))],
+    )
+    yield dg.MaterializeResult(
+        asset_key="evaluation_primaries",
+        metadata=table_metadata(tables.EVALUATION_PRIMARIES, row_count=primaries),
     )
     yield dg.MaterializeResult(
         asset_key="evaluation_components",

@@ -16,22 +16,33 @@ def _primary_has_promotion_time(data: pa.PolarsData) -> pl.LazyFrame:
     return data.lazyframe.select((~pl.col("is_primary") | pl.col("promoted_at").is_not_null()).alias("ok"))
 
 
+def _version_zero_is_the_open_window(data: pa.PolarsData) -> pl.LazyFrame:
+    return data.lazyframe.select(((pl.col("run_version") == 0) == (pl.col("status") == "pending")).alias("ok"))
+
+
+def _known_once_settled(data: pa.PolarsData) -> pl.LazyFrame:
+    return data.lazyframe.select((pl.col("known_at").is_null() == (pl.col("status") == "pending")).alias("ok"))
+
+
 EVALUATION_RUNS_SCHEMA = pa.DataFrameSchema(
     {
         "run_id": pa.Column(pl.String, unique=True),
         "decision_id": pa.Column(pl.String),
         "execution_id": pa.Column(pl.String),
         "profile_id": pa.Column(pl.String),
-        "run_version": pa.Column(pl.Int64, pa.Check.ge(1)),
+        "run_version": pa.Column(pl.Int64, pa.Check.ge(0)),
         "status": pa.Column(pl.String, pa.Check.isin(list(EVALUATION_STATUSES))),
         "is_primary": pa.Column(pl.Boolean),
         "promoted_at": pa.Column(pl.Datetime("us", "UTC"), nullable=True),
         "created_at": pa.Column(pl.Datetime("us", "UTC")),
+        "known_at": pa.Column(pl.Datetime("us", "UTC"), nullable=True),
     },
     name="evaluation_runs",
     unique=["decision_id", "profile_id", "run_version"],
     checks=[
         pa.Check(_one_primary_per_decision, name="at_most_one_primary_per_decision"),
         pa.Check(_primary_has_promotion_time, name="primary_run_has_promoted_at"),
+        pa.Check(_version_zero_is_the_open_window, name="version_0_is_the_open_window"),
+        pa.Check(_known_once_settled, name="known_at_once_settled"),
     ],
 )

@@ -16,12 +16,21 @@ Definitions this module commits to (also in docs/evaluation.md):
   ``decided_at`` (29 returns); fewer bars are flagged ``short_history``.
 - Expected bars in a window = one per calendar day after the execution date (``horizon_days``),
   weekdays only for symbols that never have a weekend bar. Coverage = found / expected, at most 1.
-- ``inputs_hash`` covers the profile, the execution, its fills and every bar the run read. While a
-  window is open it covers only profile, execution and fills, so a pending run is not re-versioned
-  every day; the window closing appends the settled version.
-- Promotion policy: the lowest non-pending version of the role's primary profile is primary (version
-  1 while every version is still pending). Later versions (corrections) become primary only through
-  an ``evaluation_promotions`` row; the newest promotion at or before ``as_of`` wins.
+- Versions follow world time (SPEC section 16), so a warehouse built late holds the same versions
+  as one built along the way: version 0 is the open window (``pending``, one per decision and
+  profile once executed, never re-versioned, ``known_at`` null); version 1 is the state at the
+  window's end (fills and bars at or before it; ``known_at`` = the window end); every fill that
+  lands after the window end adds the state as of its ``filled_at`` (``known_at`` = that instant).
+  A state is appended when no stored version of its (decision, profile) has its ``inputs_hash``.
+  A state whose instant was already behind the previous learning run (a landing file corrected
+  after the fact) is knowable only now: its ``known_at`` is this run's ``as_of``.
+- ``inputs_hash`` of a settled version covers the profile, the execution, the fills of its state
+  and every bar the run read; of version 0, the profile and the execution.
+- Promotion policy: version 1 of the role's primary profile is primary from its ``known_at``
+  (version 0 from the execution until then). Other versions become primary only through an
+  ``evaluation_promotions`` row, from the later of its ``promoted_at`` and the version's
+  ``known_at``; the newest such promotion wins over the policy. ``evaluation_primaries`` keeps
+  every interval a run was primary, so any past instant can be asked which run was primary.
 """
 
 from __future__ import annotations
@@ -58,6 +67,15 @@ RUNS_SCHEMA = pl.Schema(
         "is_primary": pl.Boolean(),
         "promoted_at": pl.Datetime("us", "UTC"),
         "created_at": pl.Datetime("us", "UTC"),
+        "known_at": pl.Datetime("us", "UTC"),
+    }
+)
+PRIMARIES_SCHEMA = pl.Schema(
+    {
+        "decision_id": pl.String(),
+        "run_id": pl.String(),
+        "primary_from": pl.Datetime("us", "UTC"),
+        "primary_until": pl.Datetime("us", "UTC"),
     }
 )
 COMPONENTS_SCHEMA = pl.Schema(
@@ -126,29 +144,30 @@ FROM seq
 CREATE OR REPLACE TEMP TABLE _ev_exec AS
 WITH single_consumption AS (
     SELECT preview_id, min(execution_id) AS execution_id
-    FROM raw.preview_consumptions GROUP BY preview_id HAVING count(*) = 1
+    FROM raw.preview_consumptions WHERE consumed_at <= $as_of GROUP BY preview_id HAVING count(*) = 1
 ),
 chosen AS (
     SELECT d.decision_id, d.decided_at, e.execution_id, e.symbol, e.direction, e.executed_at
     FROM raw.trading_decisions d
     JOIN raw.trade_executions e ON e.decision_id = d.decision_id
     LEFT JOIN single_consumption c ON c.preview_id = d.preview_id AND c.execution_id = e.execution_id
-    WHERE e.executed_at <= $as_of
+    WHERE e.executed_at <= $as_of AND d.decided_at <= $as_of
     QUALIFY row_number() OVER (
         PARTITION BY d.decision_id ORDER BY (c.execution_id IS NOT NULL) DESC, e.executed_at, e.execution_id
     ) = 1
 ),
 fills AS (
     SELECT execution_id,
+           max(filled_at) AS last_fill_at,
            sum(qty * price) / sum(qty) AS vwap,
            count(*)::VARCHAR || ':' || sum(md5_number_lower(
                fill_id || ':' || qty::VARCHAR || ':' || price::VARCHAR))::HUGEINT::VARCHAR AS fills_digest
     FROM raw.trade_fills WHERE filled_at <= $as_of GROUP BY execution_id
 ),
 calendars AS (
-    SELECT symbol, bool_or(dayofweek(ts) IN (0, 6)) AS weekend FROM raw.price_bars GROUP BY symbol
+    SELECT symbol, bool_or(dayofweek(ts) IN (0, 6)) AS weekend FROM raw.price_bars WHERE ts <= $as_of GROUP BY symbol
 )
-SELECT row_number() OVER () AS xid, c.*, f.vwap, coalesce(f.fills_digest, 'no_fills') AS fills_digest,
+SELECT row_number() OVER () AS xid, c.*, f.vwap, f.last_fill_at, coalesce(f.fills_digest, 'no_fills') AS fills_digest,
        coalesce(cal.weekend, false) AS weekend
 FROM chosen c
 LEFT JOIN fills f USING (execution_id)
@@ -174,6 +193,27 @@ SELECT row_number() OVER () AS gid, x.xid, x.symbol, x.executed_at AS win_start,
        x.executed_at + to_days(p.horizon_days::INTEGER) AS win_end,
        p.profile_id, p.horizon_days, p.benchmark_symbol, p.min_coverage
 FROM _ev_exec x CROSS JOIN raw.benchmark_profiles p
+""",
+    # the settled states of each (execution, profile): the window end, then every later fill
+    """
+CREATE OR REPLACE TEMP TABLE _ev_states AS
+SELECT gid, win_end AS cut FROM _ev_grid WHERE win_end <= $as_of
+UNION
+SELECT g.gid, f.filled_at AS cut
+FROM _ev_grid g JOIN _ev_exec x USING (xid) JOIN raw.trade_fills f ON f.execution_id = x.execution_id
+WHERE x.last_fill_at > g.win_end AND f.filled_at > g.win_end AND f.filled_at <= $as_of
+""",
+    # the fills of a state, where they differ from all fills seen (only states before a later fill)
+    """
+CREATE OR REPLACE TEMP TABLE _ev_state_fills AS
+SELECT s.gid, s.cut,
+       sum(f.qty * f.price) / sum(f.qty) AS vwap,
+       count(*)::VARCHAR || ':' || sum(md5_number_lower(
+           f.fill_id || ':' || f.qty::VARCHAR || ':' || f.price::VARCHAR))::HUGEINT::VARCHAR AS fills_digest
+FROM _ev_states s JOIN _ev_grid g USING (gid) JOIN _ev_exec x USING (xid)
+JOIN raw.trade_fills f ON f.execution_id = x.execution_id AND f.filled_at <= s.cut
+WHERE x.last_fill_at > s.cut
+GROUP BY s.gid, s.cut
 """,
     # per (execution, profile): exit bar of the symbol; benchmark entry and exit
     """
@@ -209,7 +249,6 @@ WITH joined AS (
 ),
 measured AS (
     SELECT j.*,
-           j.win_end > $as_of AS is_pending,
            CASE WHEN j.exit_ts >= j.win_start THEN j.exit_seq - coalesce(j.before_seq, 0) ELSE 0 END AS found,
            CASE WHEN j.exit_ts >= j.win_start THEN j.exit_fp - coalesce(j.before_fp, 0) ELSE 0 END AS window_fp,
            CASE WHEN j.exit_ts >= j.win_start THEN j.exit_close END AS exit_price,
@@ -218,31 +257,40 @@ measured AS (
     FROM joined j
     JOIN _ev_weekday_remainder wr ON wr.s = dayofweek(j.win_start) AND wr.r = j.horizon_days % 7
 ),
-scored AS (
-    SELECT m.*,
-           (m.exit_price / m.vwap - 1) * m.sign AS raw_return,
-           CASE WHEN m.benchmark_symbol IS NULL THEN 0.0
-                ELSE (m.bench_exit / m.bench_in - 1) * m.sign END AS benchmark_return,
-           CASE WHEN m.expected = 0 THEN 1.0 ELSE least(m.found / m.expected, 1.0) END AS coverage,
-           greatest(m.expected - m.found, 0) AS missing_bars,
-           (m.benchmark_symbol IS NOT NULL AND (m.bench_in IS NULL OR m.bench_exit IS NULL)) AS benchmark_missing
+states AS (  -- version 0 (the open window) and every settled state
+    SELECT m.*, false AS is_pending, s.cut AS known_at,
+           coalesce(sf.vwap, m.vwap) AS state_vwap, coalesce(sf.fills_digest, m.fills_digest) AS state_fills
+    FROM measured m JOIN _ev_states s USING (gid) LEFT JOIN _ev_state_fills sf USING (gid, cut)
+    UNION ALL
+    SELECT m.*, true AS is_pending, NULL::TIMESTAMPTZ AS known_at, NULL::DOUBLE AS state_vwap,
+           NULL::VARCHAR AS state_fills
     FROM measured m
+),
+scored AS (
+    SELECT s.*,
+           (s.exit_price / s.state_vwap - 1) * s.sign AS raw_return,
+           CASE WHEN s.benchmark_symbol IS NULL THEN 0.0
+                ELSE (s.bench_exit / s.bench_in - 1) * s.sign END AS benchmark_return,
+           CASE WHEN s.expected = 0 THEN 1.0 ELSE least(s.found / s.expected, 1.0) END AS coverage,
+           greatest(s.expected - s.found, 0) AS missing_bars,
+           (s.benchmark_symbol IS NOT NULL AND (s.bench_in IS NULL OR s.bench_exit IS NULL)) AS benchmark_missing
+    FROM states s
 )
-SELECT s.decision_id, s.execution_id, s.profile_id, s.benchmark_symbol, s.min_coverage, s.is_pending,
-       s.vwap AS entry_price, s.exit_price, s.raw_return, s.benchmark_return,
+SELECT s.decision_id, s.execution_id, s.profile_id, s.benchmark_symbol, s.min_coverage, s.is_pending, s.known_at,
+       s.state_vwap AS entry_price, s.exit_price, s.raw_return, s.benchmark_return,
        s.raw_return - s.benchmark_return AS excess_return,
        s.vol30 AS volatility, s.vol_n AS volatility_returns, s.coverage, s.missing_bars, s.benchmark_missing,
        CASE
            WHEN s.is_pending THEN 'pending'
-           WHEN s.vwap IS NULL OR s.exit_price IS NULL OR s.coverage < s.min_coverage OR s.benchmark_missing
+           WHEN s.state_vwap IS NULL OR s.exit_price IS NULL OR s.coverage < s.min_coverage OR s.benchmark_missing
                THEN 'insufficient_data'
            ELSE 'complete'
        END AS status,
        sha256(concat_ws('|',
            CASE WHEN s.is_pending THEN 'pending' ELSE 'settled' END,
            s.profile_id, s.horizon_days::VARCHAR, coalesce(s.benchmark_symbol, '-'), s.min_coverage::VARCHAR,
-           s.execution_id, s.symbol, s.direction, epoch_us(s.executed_at)::VARCHAR, s.fills_digest,
-           CASE WHEN NOT s.is_pending THEN concat_ws('|',
+           s.execution_id, s.symbol, s.direction, epoch_us(s.executed_at)::VARCHAR,
+           CASE WHEN NOT s.is_pending THEN concat_ws('|', s.state_fills,
                s.found::VARCHAR, s.window_fp::VARCHAR, coalesce(s.vol_fp, 0)::VARCHAR,
                coalesce(epoch_us(s.bench_in_ts)::VARCHAR || ':' || s.bench_in::VARCHAR, '-'),
                coalesce(epoch_us(s.bench_out_ts)::VARCHAR || ':' || s.bench_out::VARCHAR, '-')) END
@@ -251,63 +299,115 @@ FROM scored s
 """,
 )
 
-# Append a version where the hash differs from the latest version of its (decision, profile).
+# Version 0 once per (decision, profile); a settled state when no stored version has its hash,
+# numbered after the stored versions in the order the states became knowable.
 _FRESH_SQL = """
 CREATE OR REPLACE TEMP TABLE _ev_fresh AS
 WITH latest AS (
-    SELECT decision_id, profile_id, max(run_version) AS latest_version,
-           arg_max(inputs_hash, run_version) AS latest_hash
-    FROM _ev_previous GROUP BY decision_id, profile_id
+    SELECT decision_id, profile_id, max(run_version) AS latest_version FROM _ev_previous GROUP BY ALL
+),
+candidates AS (
+    SELECT m.* FROM _ev_measured m
+    WHERE m.is_pending
+      AND NOT EXISTS (SELECT 1 FROM _ev_previous p WHERE p.decision_id = m.decision_id
+                      AND p.profile_id = m.profile_id AND p.run_version = 0)
+    UNION ALL
+    SELECT m.* FROM _ev_measured m
+    WHERE NOT m.is_pending
+      AND NOT EXISTS (SELECT 1 FROM _ev_previous p WHERE p.decision_id = m.decision_id
+                      AND p.profile_id = m.profile_id AND p.inputs_hash = m.inputs_hash)
+    QUALIFY row_number() OVER (PARTITION BY m.decision_id, m.profile_id, m.inputs_hash ORDER BY m.known_at) = 1
+),
+numbered AS (
+    SELECT c.* REPLACE (
+               CASE WHEN c.is_pending THEN NULL
+                    WHEN $prev_bound::TIMESTAMPTZ IS NOT NULL AND c.known_at <= $prev_bound::TIMESTAMPTZ
+                        THEN $as_of::TIMESTAMPTZ
+                    ELSE c.known_at END AS known_at),
+           CASE WHEN c.is_pending THEN 0
+                ELSE coalesce(l.latest_version, 0) + row_number() OVER (
+                    PARTITION BY c.decision_id, c.profile_id, c.is_pending ORDER BY c.known_at, c.inputs_hash)
+           END::BIGINT AS run_version
+    FROM candidates c LEFT JOIN latest l USING (decision_id, profile_id)
 )
-SELECT f.*,
-       'er_' || left(sha256(f.decision_id || '|' || f.profile_id || '|' || f.run_version::VARCHAR), 16) AS run_id,
+SELECT n.*,
+       'er_' || left(sha256(n.decision_id || '|' || n.profile_id || '|' || n.run_version::VARCHAR), 16) AS run_id,
        $as_of::TIMESTAMPTZ AS created_at
-FROM (
-    SELECT m.*, (coalesce(l.latest_version, 0) + 1)::BIGINT AS run_version
-    FROM _ev_measured m LEFT JOIN latest l USING (decision_id, profile_id)
-    WHERE l.latest_hash IS NULL OR l.latest_hash <> m.inputs_hash
-) f
+FROM numbered n
 """
 
-# All runs with is_primary / promoted_at recomputed: explicit promotions first, then the policy.
-_ALL_RUNS_SQL = """
-CREATE OR REPLACE TEMP TABLE _ev_all AS
+# Every interval a run was primary: the policy (version 0 from the execution, version 1 from its
+# known_at, on the role's primary profile) and explicit promotions (from the later of promoted_at
+# and the version's known_at), the latest explicit promotion winning over the policy.
+_PRIMARIES_SQL = """
+CREATE OR REPLACE TEMP TABLE _ev_primaries AS
 WITH runs AS (
-    SELECT run_id, decision_id, execution_id, profile_id, run_version, inputs_hash, status, created_at
-    FROM _ev_previous
+    SELECT run_id, decision_id, profile_id, run_version, known_at FROM _ev_previous
     UNION ALL
-    SELECT run_id, decision_id, execution_id, profile_id, run_version, inputs_hash, status, created_at
-    FROM _ev_fresh
-),
-explicit AS (
-    SELECT r.decision_id, r.run_id, p.promoted_at
-    FROM raw.evaluation_promotions p
-    JOIN runs r USING (decision_id, profile_id, run_version)
-    WHERE p.promoted_at <= $as_of
-    QUALIFY row_number() OVER (
-        PARTITION BY r.decision_id ORDER BY p.promoted_at DESC, r.profile_id DESC, r.run_version DESC
-    ) = 1
+    SELECT run_id, decision_id, profile_id, run_version, known_at FROM _ev_fresh
 ),
 policy AS (
-    SELECT r.decision_id, r.run_id, r.created_at AS promoted_at
+    SELECT r.decision_id, r.run_id,
+           CASE WHEN r.run_version = 0 THEN x.executed_at ELSE r.known_at END AS effective_at
     FROM runs r
     JOIN raw.trading_decisions d USING (decision_id)
     JOIN _ev_roles ro ON ro.role_id = d.role_id AND ro.primary_profile = r.profile_id
-    ANTI JOIN explicit e ON e.decision_id = r.decision_id
-    QUALIFY row_number() OVER (PARTITION BY r.decision_id ORDER BY r.status = 'pending', r.run_version) = 1
+    JOIN _ev_exec x USING (decision_id)
+    WHERE r.run_version IN (0, 1)
 ),
-chosen AS (SELECT * FROM explicit UNION ALL SELECT * FROM policy)
+explicit AS (
+    SELECT r.decision_id, r.run_id, greatest(p.promoted_at, coalesce(r.known_at, p.promoted_at)) AS effective_at,
+           p.promoted_at, r.profile_id, r.run_version
+    FROM raw.evaluation_promotions p
+    JOIN runs r USING (decision_id, profile_id, run_version)
+    WHERE p.promoted_at <= $as_of
+),
+events AS (
+    SELECT decision_id, effective_at, run_id AS policy_run, NULL::VARCHAR AS explicit_run,
+           0 AS kind, NULL::TIMESTAMPTZ AS promoted_at, NULL::VARCHAR AS profile_id, NULL::BIGINT AS run_version
+    FROM policy
+    UNION ALL
+    SELECT decision_id, effective_at, NULL, run_id, 1, promoted_at, profile_id, run_version FROM explicit
+),
+points AS (
+    SELECT decision_id, effective_at,
+           coalesce(last_value(explicit_run IGNORE NULLS) OVER w, last_value(policy_run IGNORE NULLS) OVER w) AS run_id,
+           row_number() OVER (PARTITION BY decision_id, effective_at ORDER BY kind DESC, promoted_at DESC,
+                              profile_id DESC, run_version DESC) AS last_at_instant
+    FROM events
+    WINDOW w AS (PARTITION BY decision_id ORDER BY effective_at, kind, promoted_at, profile_id, run_version
+                 ROWS BETWEEN UNBOUNDED PRECEDING AND CURRENT ROW)
+),
+changes AS (
+    SELECT decision_id, effective_at, run_id FROM points WHERE last_at_instant = 1
+    QUALIFY run_id IS DISTINCT FROM lag(run_id) OVER (PARTITION BY decision_id ORDER BY effective_at)
+)
+SELECT decision_id, run_id, effective_at AS primary_from,
+       lead(effective_at) OVER (PARTITION BY decision_id ORDER BY effective_at) AS primary_until
+FROM changes
+"""
+
+# All runs with is_primary / promoted_at as of this run (the open primary interval).
+_ALL_RUNS_SQL = """
+CREATE OR REPLACE TEMP TABLE _ev_all AS
+WITH runs AS (
+    SELECT run_id, decision_id, execution_id, profile_id, run_version, inputs_hash, status, known_at, created_at
+    FROM _ev_previous
+    UNION ALL
+    SELECT run_id, decision_id, execution_id, profile_id, run_version, inputs_hash, status, known_at, created_at
+    FROM _ev_fresh
+)
 SELECT r.run_id, r.decision_id, r.execution_id, r.profile_id, r.run_version, r.inputs_hash, r.status,
-       c.run_id IS NOT NULL AS is_primary, c.promoted_at, r.created_at
-FROM runs r LEFT JOIN chosen c USING (run_id)
+       p.run_id IS NOT NULL AS is_primary, p.primary_from AS promoted_at, r.created_at, r.known_at
+FROM runs r LEFT JOIN _ev_primaries p ON p.run_id = r.run_id AND p.primary_until IS NULL
 """
 
 COMPONENTS_SQL = """
 SELECT f.run_id, c.component,
        CASE c.component
-           WHEN 'entry_price' THEN f.entry_price
            WHEN 'volatility' THEN f.volatility
            ELSE CASE WHEN NOT f.is_pending THEN CASE c.component
+               WHEN 'entry_price' THEN f.entry_price
                WHEN 'exit_price' THEN f.exit_price
                WHEN 'raw_return' THEN f.raw_return
                WHEN 'benchmark_return' THEN f.benchmark_return
@@ -316,10 +416,10 @@ SELECT f.run_id, c.component,
                WHEN 'missing_bars' THEN f.missing_bars::DOUBLE END END
        END AS value,
        CASE
-           WHEN c.component = 'entry_price' THEN CASE WHEN f.entry_price IS NULL THEN 'missing' ELSE 'ok' END
            WHEN c.component = 'volatility' THEN CASE WHEN f.volatility IS NULL THEN 'missing'
                                                     WHEN f.volatility_returns < 29 THEN 'short_history' ELSE 'ok' END
            WHEN f.is_pending THEN 'window_open'
+           WHEN c.component = 'entry_price' THEN CASE WHEN f.entry_price IS NULL THEN 'missing' ELSE 'ok' END
            WHEN c.component = 'exit_price' THEN CASE WHEN f.exit_price IS NULL THEN 'missing' ELSE 'ok' END
            WHEN c.component = 'raw_return' THEN
                CASE WHEN f.entry_price IS NULL OR f.exit_price IS NULL THEN 'missing' ELSE 'ok' END
@@ -335,13 +435,17 @@ FROM _ev_fresh f CROSS JOIN (SELECT unnest($components::VARCHAR[]) AS component)
 """
 
 
-def _run(con: duckdb.DuckDBPyConnection, sql: str, as_of: datetime) -> None:
-    params = [as_of] if "$as_of" in sql else []
-    con.execute(sql.replace("$as_of", "$1"), params).fetchall()
+def _run(con: duckdb.DuckDBPyConnection, sql: str, as_of: datetime, prev_bound: datetime | None) -> None:
+    params = {name: value for name, value in (("as_of", as_of), ("prev_bound", prev_bound)) if f"${name}" in sql}
+    con.execute(sql, params).fetchall()
 
 
-def evaluate(con: duckdb.DuckDBPyConnection, roles: pl.DataFrame, as_of: datetime) -> None:
-    """Build the temp tables ``_ev_fresh`` (runs to append) and ``_ev_all`` (every run, primary recomputed).
+def evaluate(
+    con: duckdb.DuckDBPyConnection, roles: pl.DataFrame, as_of: datetime, prev_bound: datetime | None = None
+) -> None:
+    """Build the temp tables ``_ev_fresh`` (runs to append), ``_ev_primaries`` (every primary
+    interval) and ``_ev_all`` (every run, primary as of ``as_of``). ``prev_bound`` is the as_of of
+    the previous learning run (None on a fresh warehouse).
 
     ``con`` must expose the raw landing tables and, after a first run, ``main.evaluation_runs``.
     ``roles``: role_id, primary_profile. Nothing in ``main`` is modified here.
@@ -361,8 +465,8 @@ def evaluate(con: duckdb.DuckDBPyConnection, roles: pl.DataFrame, as_of: datetim
         con.register("_ev_empty", pl.DataFrame(schema=RUNS_SCHEMA))
         con.execute("CREATE OR REPLACE TEMP TABLE _ev_previous AS SELECT * FROM _ev_empty").fetchall()
         con.unregister("_ev_empty")
-    for statement in (*_PIPELINE_SQL, _FRESH_SQL, _ALL_RUNS_SQL):
-        _run(con, statement, as_of)
+    for statement in (*_PIPELINE_SQL, _FRESH_SQL, _PRIMARIES_SQL, _ALL_RUNS_SQL):
+        _run(con, statement, as_of, prev_bound)
 
 
 def append_components(con: duckdb.DuckDBPyConnection) -> None:

@@ -39,6 +39,7 @@ import duckdb
 import polars as pl
 import pyarrow as pa
 
+from tradingmem_assets.defs.role_memory.reasons import PENDING_REASONS, QUARANTINE_REASONS
 from tradingmem_assets.defs.role_memory.reflection import outcome_sql
 from tradingmem_assets.lib import tables
 from tradingmem_assets.lib.dtypes import UTC_TS
@@ -65,14 +66,14 @@ ROLE_CASES_SCHEMA = pl.Schema(
         "scoring_eligible": pl.Boolean(),
         "provenance": pl.String(),
         "created_at": UTC_TS,
+        "known_at": UTC_TS,
         "updated_at": UTC_TS,
     }
 )
 CONTENT_COLUMNS = [c for c in ROLE_CASES_SCHEMA.names() if c not in ("case_id", "created_at", "updated_at")]
 
 # Reasons that only wait for time (settlement, evaluation); every other reason is permanent.
-PENDING_REASONS = ("not_settled", "no_primary_run", "insufficient_evaluation")
-QUARANTINE_REASONS = ("unknown_role", "unknown_source")
+
 
 REGISTRY_SCHEMA = pl.Schema(
     {
@@ -96,6 +97,7 @@ _RUNS_EMPTY = pl.Schema(
         "run_version": pl.Int64(),
         "status": pl.String(),
         "is_primary": pl.Boolean(),
+        "known_at": UTC_TS,
     }
 )
 _COMPONENTS_EMPTY = pl.Schema(
@@ -175,7 +177,7 @@ links AS (
                e.source NOT IN {_sql_list(MANUAL_SOURCES)}
                AND {_norm("e.source")} NOT IN {_sql_list(AUTOMATED_SOURCES)})) AS unknown,
            e.execution_id IS NOT NULL AND coalesce(pos.settled, false) AS settled,
-           pos.closed_at, coalesce(pos.position_ids, []::VARCHAR[]) AS position_ids
+           e.executed_at, pos.closed_at, coalesce(pos.position_ids, []::VARCHAR[]) AS position_ids
     FROM pv
     JOIN raw.preview_consumptions c ON c.preview_id = pv.preview_id AND c.consumed_at <= $1
     JOIN consumed n ON n.preview_id = pv.preview_id
@@ -189,7 +191,7 @@ link_agg AS (
     SELECT decision_id, n_consumptions,
            NOT found AS missing_execution,
            mismatches AS all_mismatches,
-           automated, unverified, unknown, settled, closed_at,
+           automated, unverified, unknown, settled, executed_at, closed_at,
            [named_execution_id] AS execution_ids,
            [consumption_id] AS consumption_ids,
            position_ids,
@@ -204,6 +206,7 @@ link_agg AS (
            bool_or(unverified) AS unverified,
            bool_or(unknown) AS unknown,
            bool_and(settled) AS settled,
+           max(executed_at) AS executed_at,
            max(closed_at) AS closed_at,
            list_sort(list(named_execution_id)) AS execution_ids,
            list_sort(list(consumption_id)) AS consumption_ids,
@@ -213,7 +216,7 @@ link_agg AS (
     FROM links WHERE n_consumptions > 1 GROUP BY decision_id
 ),
 runs AS (
-    SELECT r.decision_id, r.run_id, r.execution_id, r.profile_id, r.run_version, r.status,
+    SELECT r.decision_id, r.run_id, r.execution_id, r.profile_id, r.run_version, r.status, r.known_at,
            p.horizon_days, vol.value AS volatility, ex.value AS excess_return
     FROM _tm_runs r
     LEFT JOIN raw.benchmark_profiles p ON p.profile_id = r.profile_id
@@ -223,7 +226,7 @@ runs AS (
 ),
 assembled AS (
     SELECT d.decision_id, d.role_id, d.symbol, d.scenario, d.direction, d.account_id, d.market,
-           d.decision_text, d.decided_at,
+           d.decision_text, d.decided_at, la.executed_at, la.closed_at, ru.known_at AS run_known_at,
            CASE WHEN la.n_consumptions = 1 THEN la.execution_ids[1] END AS execution_id,
            ru.run_id AS primary_run_id,
            CASE WHEN d.reg_role IS NOT NULL AND ru.status = 'complete'
@@ -269,13 +272,20 @@ assembled AS (
     LEFT JOIN link_agg la ON la.decision_id = d.decision_id
     LEFT JOIN runs ru ON ru.decision_id = d.decision_id
 )
-SELECT 'rc_' || left(sha256(decision_id || '|' || role_id), 16) AS case_id,
-       *,
-       CASE WHEN list_has_any(reasons, {_sql_list(QUARANTINE_REASONS)}) THEN 'quarantined'
-            WHEN NOT list_has_all({_sql_list(PENDING_REASONS)}, reasons) THEN 'ineligible'
-            WHEN len(reasons) > 0 THEN 'pending'
-            ELSE 'eligible' END AS status
-FROM assembled
+SELECT *,
+       -- when the case reached its status (SPEC section 16): settled, or the chain that ruled it out
+       CASE status WHEN 'eligible' THEN greatest(closed_at, run_known_at)
+                   WHEN 'pending' THEN NULL
+                   ELSE greatest(decided_at, executed_at) END AS known_at
+FROM (
+    SELECT 'rc_' || left(sha256(decision_id || '|' || role_id), 16) AS case_id,
+           *,
+           CASE WHEN list_has_any(reasons, {_sql_list(QUARANTINE_REASONS)}) THEN 'quarantined'
+                WHEN NOT list_has_all({_sql_list(PENDING_REASONS)}, reasons) THEN 'ineligible'
+                WHEN len(reasons) > 0 THEN 'pending'
+                ELSE 'eligible' END AS status
+    FROM assembled
+)
 """
 
 
@@ -342,7 +352,7 @@ CREATE OR REPLACE TEMP TABLE {into} AS
 SELECT case_id, decision_id, role_id, symbol, scenario, direction, account_id, market, execution_id,
        primary_run_id, decision_text, {outcome} AS outcome, status, reasons,
        status = 'quarantined' AS quarantined, status = 'eligible' AS scoring_eligible,
-       provenance, decided_at AS created_at
+       provenance, decided_at AS created_at, known_at
 FROM ({cases})
 """
 

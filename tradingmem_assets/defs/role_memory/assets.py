@@ -23,6 +23,7 @@ from tradingmem_assets.defs.role_memory.admission import (
 )
 from tradingmem_assets.defs.role_memory.invariants import validate_relation
 from tradingmem_assets.defs.role_memory.llm_reflector import ChatClient, LLMReflector
+from tradingmem_assets.defs.role_memory.reasons import chain_eligible_sql
 from tradingmem_assets.defs.role_memory.recall import rebuild_recall_index
 from tradingmem_assets.defs.role_memory.reflection import (
     REFLECTIONS_SCHEMA,
@@ -58,7 +59,7 @@ ROLE_CASES_INPUTS = [
         "benchmark_profiles",
     )
 ] + ["evaluation_runs", "evaluation_components"]
-ROLE_REFLECTIONS_INPUTS = ["role_cases", "evaluation_runs", "evaluation_components"] + [
+ROLE_REFLECTIONS_INPUTS = ["role_cases", "evaluation_runs", "evaluation_primaries", "evaluation_components"] + [
     raw_key(t)
     for t in (
         "trading_decisions",
@@ -188,7 +189,7 @@ def role_reflections(context: dg.AssetExecutionContext, warehouse: WarehouseReso
         # must not erase what was spent.
         batch = reflect(con, inputs, as_of, reflector)
         checked = con.sql(
-            f"SELECT b.*, rc.status AS case_status FROM {batch.table} b "
+            f"SELECT b.*, {chain_eligible_sql('rc')} AS case_chain_eligible FROM {batch.table} b "
             "LEFT JOIN main.role_cases rc ON rc.case_id = b.case_id"
         )
         validation = validate_relation(schemas.REFLECTION_BATCH_SCHEMA, checked)

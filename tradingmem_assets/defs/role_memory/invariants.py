@@ -105,6 +105,7 @@ ROLE_CASES_SCHEMA = pa.DataFrameSchema(
         "scoring_eligible": pa.Column(pl.Boolean),
         "provenance": pa.Column(pl.String),
         "created_at": pa.Column(UTC_TS),
+        "known_at": pa.Column(UTC_TS, nullable=True),
         "updated_at": pa.Column(UTC_TS),
         "chain_source": pa.Column(pl.String, nullable=True),
         "chain_automation_flag": pa.Column(pl.Boolean, nullable=True),
@@ -142,9 +143,11 @@ ROLE_REFLECTIONS_SCHEMA = pa.DataFrameSchema(
         "run_id": pa.Column(pl.String),
         "classification": pa.Column(pl.String, pa.Check.isin(list(REFLECTION_CLASSES))),
         "trainable": pa.Column(pl.Boolean),
+        "outcome": pa.Column(pl.String, pa.Check.isin(list(OUTCOMES))),
         "lesson": pa.Column(pl.String, pa.Check.str_length(1, LESSON_MAX_CHARS), nullable=True),
         "reflector": pa.Column(pl.String),
         "reflected_at": pa.Column(UTC_TS),
+        "known_at": pa.Column(UTC_TS),
     },
     name="role_reflections",
     checks=[
@@ -156,7 +159,7 @@ ROLE_REFLECTIONS_SCHEMA = pa.DataFrameSchema(
 )
 
 REFLECTION_BATCH_SCHEMA = ROLE_REFLECTIONS_SCHEMA.add_columns(
-    {"case_status": pa.Column(pl.String, pa.Check.isin(["eligible"], name="reflected_case_is_eligible"))}
+    {"case_chain_eligible": pa.Column(pl.Boolean, pa.Check.isin([True], name="reflected_case_is_eligible"))}
 ).set_name("role_reflections_batch")
 
 ROLE_STATS_SCHEMA = pa.DataFrameSchema(

@@ -144,12 +144,12 @@ class LLMReflector:
 
     def write_lessons(self, trainable: pl.DataFrame) -> pl.DataFrame:
         fallback = DeterministicReflector().write_lessons(trainable)
-        fallback_by_case = dict(fallback.select("case_id", "lesson").rows())
+        fallback_by_case = {(c, r): lesson for c, r, lesson in fallback.select("case_id", "run_id", "lesson").rows()}
         exhausted = False
         failures = 0
-        out: list[tuple[str, str, str]] = []
-        for row in trainable.sort("role_id", "case_id").iter_rows(named=True):  # serial by design
-            case_id = row["case_id"]
+        out: list[tuple[str, str, str, str]] = []
+        for row in trainable.sort("role_id", "case_id", "run_id").iter_rows(named=True):  # serial by design
+            case_id, run_id = row["case_id"], row["run_id"]
             lesson: str | None = None
             if not exhausted:
                 system, user = lesson_prompt(row)
@@ -170,9 +170,11 @@ class LLMReflector:
                     failures += 1
                     exhausted = failures >= self.max_consecutive_errors
             if lesson is None:
-                out.append((case_id, fallback_by_case[case_id], DETERMINISTIC))
+                out.append((case_id, run_id, fallback_by_case[(case_id, run_id)], DETERMINISTIC))
             else:
-                out.append((case_id, lesson, self.name))
+                out.append((case_id, run_id, lesson, self.name))
         return pl.DataFrame(
-            out, schema={"case_id": pl.String, "lesson": pl.String, "reflector": pl.String}, orient="row"
+            out,
+            schema={"case_id": pl.String, "run_id": pl.String, "lesson": pl.String, "reflector": pl.String},
+            orient="row",
         )

@@ -1,22 +1,21 @@
 """Recall (SPEC section 7): a role's own lessons and success patterns, ranked by TF-IDF.
 
 Filters are exact and applied in DuckDB before any ranking: the role, the symbol and scenario when
-given, only scoring-eligible non-quarantined cases, only the newest reflection of the case's
-*current* primary run that was recorded at or before ``as_of``, and only the recallable classes
-(``missing_data`` / ``logic_error`` lessons and ``sound`` success patterns; ``variance`` and
-``exogenous`` carry no guidance). Similarity only orders what passed the filters.
+given, only non-quarantined cases whose chain is eligible, and, as of ``T`` (SPEC section 16), only
+the newest reflection known at ``T`` of the run that was the case's primary run at ``T``; only the
+recallable classes (``missing_data`` / ``logic_error`` lessons and ``sound`` success patterns;
+``variance`` and ``exogenous`` carry no guidance). Similarity only orders what passed the filters:
+every candidate is ranked by TF-IDF (lib/similarity.py), fitted on exactly the visible candidates,
+so the same read on two warehouses that know the same past gives the same scores.
 
 Speed: recall reads ``main.role_recall_index`` (rebuilt in the same transaction by every writer of
-role_cases / role_reflections), where each row already is "a recallable reflection, valid from its
-reflected_at until the case's next reflection", sorted by role and symbol. The filtered candidates
-are cut to the ``CANDIDATE_CAP`` best by a cheap lexical score (query words contained in the text)
-in DuckDB, then TF-IDF (core/similarity.py) ranks only those.
+role_cases / role_reflections), where each row already is "a recallable reflection, valid from the
+instant it was knowable while its run was primary until it was superseded", sorted by role and symbol.
 Recalled text is advisory: it never overrides safety rules, permissions or user constraints.
 """
 
 from __future__ import annotations
 
-import re
 from dataclasses import asdict, dataclass
 from datetime import UTC, datetime
 from pathlib import Path
@@ -24,13 +23,11 @@ from pathlib import Path
 import duckdb
 import polars as pl
 
+from tradingmem_assets.defs.role_memory.reasons import chain_eligible_sql
 from tradingmem_assets.lib import tables
 from tradingmem_assets.lib.vocabulary import RECALLABLE_CLASSES
 from tradingmem_assets.lib.warehouse import connection, table_exists
 from tradingmem_assets.settings import SETTINGS, default_as_of, default_db_path, parse_as_of
-
-CANDIDATE_CAP = 500
-MAX_QUERY_WORDS = 16
 
 
 class RoleMemoryUnavailableError(RuntimeError):
@@ -62,6 +59,7 @@ class RecallHit:
     outcome: str | None
     score: float
     reflected_at: datetime
+    known_at: datetime
     reflector: str
     execution_id: str | None
     primary_run_id: str | None
@@ -81,34 +79,41 @@ CREATE OR REPLACE TABLE {RECALL_INDEX} AS
 WITH recallable AS (  -- only the history of a case with a recallable reflection can end up here
     SELECT DISTINCT case_id FROM main.role_reflections WHERE classification IN ({_RECALLABLE})
 ),
-history AS (
-    SELECT rr.*, lead(rr.reflected_at) OVER (
-               PARTITION BY rr.case_id ORDER BY rr.reflected_at, rr.reflection_id) AS valid_to
+history AS (  -- each reflection of (case, run) is the newest until the next one of that run
+    SELECT rr.*, lead(rr.known_at) OVER (
+               PARTITION BY rr.case_id, rr.run_id ORDER BY rr.known_at, rr.reflection_id) AS superseded_at
     FROM main.role_reflections rr
     SEMI JOIN recallable r ON r.case_id = rr.case_id
+),
+valid AS (  -- visible while its run is primary and it is the newest reflection of that run
+    SELECT h.*, greatest(h.known_at, ep.primary_from) AS valid_from,
+           CASE WHEN h.superseded_at IS NULL THEN ep.primary_until
+                WHEN ep.primary_until IS NULL THEN h.superseded_at
+                ELSE least(h.superseded_at, ep.primary_until) END AS valid_to
+    FROM history h
+    JOIN main.role_cases rc0 ON rc0.case_id = h.case_id
+    JOIN main.evaluation_primaries ep ON ep.decision_id = rc0.decision_id AND ep.run_id = h.run_id
 )
-SELECT rc.role_id, rc.symbol, rc.scenario, h.reflected_at AS valid_from, h.valid_to,
-       rc.case_id, rc.decision_id, rc.direction, h.classification, h.lesson, rc.decision_text, rc.outcome,
-       h.reflected_at, h.reflector, rc.execution_id, rc.primary_run_id,
-       lower(coalesce(rc.decision_text, '') || ' ' || coalesce(h.lesson, '')) AS doc
-FROM history h
-JOIN main.role_cases rc ON rc.case_id = h.case_id AND rc.primary_run_id = h.run_id AND rc.role_id = h.role_id
-WHERE rc.status = 'eligible' AND rc.scoring_eligible AND NOT rc.quarantined
-  AND h.classification IN ({_RECALLABLE})
+SELECT rc.role_id, rc.symbol, rc.scenario, v.valid_from, v.valid_to,
+       rc.case_id, rc.decision_id, rc.direction, v.classification, v.lesson, rc.decision_text, v.outcome,
+       v.reflected_at, v.known_at, v.reflector, rc.execution_id, v.run_id AS primary_run_id,
+       lower(coalesce(rc.decision_text, '') || ' ' || coalesce(v.lesson, '')) AS doc
+FROM valid v
+JOIN main.role_cases rc ON rc.case_id = v.case_id AND rc.role_id = v.role_id
+WHERE {chain_eligible_sql("rc")} AND v.classification IN ({_RECALLABLE})
+  AND (v.valid_to IS NULL OR v.valid_to > v.valid_from)
 ORDER BY rc.role_id, rc.symbol
 """
 
 _CANDIDATES_SQL = f"""
-SELECT * EXCLUDE (valid_from, valid_to),
-       len(list_filter($words::VARCHAR[], lambda w: contains(doc, w))) AS lexical
+SELECT * EXCLUDE (valid_from, valid_to)
 FROM {RECALL_INDEX}
 WHERE role_id = $role
   AND ($symbol::VARCHAR IS NULL OR symbol = $symbol)
   AND ($scenario::VARCHAR IS NULL OR scenario = $scenario)
   AND CASE WHEN $as_of::TIMESTAMPTZ IS NULL THEN valid_to IS NULL
            ELSE valid_from <= $as_of::TIMESTAMPTZ AND (valid_to IS NULL OR valid_to > $as_of::TIMESTAMPTZ) END
-ORDER BY lexical DESC, reflected_at DESC, case_id
-LIMIT $cap
+ORDER BY case_id
 """
 
 
@@ -122,11 +127,6 @@ def rebuild_recall_index(con: duckdb.DuckDBPyConnection) -> bool:
         return False
     con.execute(RECALL_INDEX_SQL)
     return True
-
-
-def query_words(query: str) -> list[str]:
-    words = sorted({w for w in re.findall(r"\w+", (query or "").lower()) if w})
-    return words[:MAX_QUERY_WORDS]
 
 
 def _as_of(value: str | datetime | None) -> datetime | None:
@@ -158,8 +158,6 @@ def search_cases(
         "as_of": _as_of(as_of),
         "symbol": symbol,
         "scenario": scenario,
-        "words": query_words(query),
-        "cap": CANDIDATE_CAP,
     }
     candidates = con.sql(_CANDIDATES_SQL, params=params).pl()
     if candidates.height == 0:
@@ -169,12 +167,12 @@ def search_cases(
     scores = tfidf_cosine([query or ""], candidates.get_column("doc").to_list())[0]
     ranked = (
         candidates.with_columns(pl.Series("score", scores, dtype=pl.Float64).round(6))
-        .sort(["score", "reflected_at", "case_id"], descending=[True, True, False])
+        .sort(["score", "known_at", "case_id"], descending=[True, True, False])
         .head(k)
     )
     return [
         RecallHit(**{f: row[f] for f in RecallHit.__dataclass_fields__})
-        for row in ranked.drop("doc", "lexical").iter_rows(named=True)
+        for row in ranked.drop("doc").iter_rows(named=True)
     ]
 
 

@@ -1,11 +1,15 @@
 """Reflection (SPEC section 6): outcome labels, the classification ladder and role-specific lessons.
 
-A matured, scoring-eligible case is classified once per primary run, first match wins:
+A matured, scoring-eligible case is classified once per run that was its primary run at some
+instant (``evaluation_primaries``), first match wins:
 flat -> ``variance``; an exogenous market event for the symbol inside the run's window ->
 ``exogenous``; a required evidence kind missing from the decision -> ``missing_data``; a loss ->
 ``logic_error``; otherwise ``sound``. Classification is always deterministic; only the lesson text
 of the two trainable classes may come from a pluggable ``Reflector`` (the LLM one lives in
-``core/llm.py``). Classification runs in DuckDB over the whole batch (a temp table that spills
+``llm_reflector.py``). A reflection of (case, run) is knowable (``known_at``) at the later of the
+position's close + maturity_days and the run's known_at, and is made only when the run was still
+primary then: so a warehouse built late holds the reflections one built along the way made.
+Classification runs in DuckDB over the whole batch (a temp table that spills
 under the connection's ``memory_limit``); only the trainable rows come into Polars, for their lesson.
 """
 
@@ -18,6 +22,7 @@ from typing import Protocol
 import duckdb
 import polars as pl
 
+from tradingmem_assets.defs.role_memory.reasons import chain_eligible_sql
 from tradingmem_assets.defs.role_memory.recall import RECALL_INDEX, rebuild_recall_index
 from tradingmem_assets.lib import tables
 from tradingmem_assets.lib.dtypes import UTC_TS
@@ -35,9 +40,11 @@ REFLECTIONS_SCHEMA = pl.Schema(
         "run_id": pl.String(),
         "classification": pl.String(),
         "trainable": pl.Boolean(),
+        "outcome": pl.String(),
         "lesson": pl.String(),
         "reflector": pl.String(),
         "reflected_at": UTC_TS,
+        "known_at": UTC_TS,
     }
 )
 
@@ -117,7 +124,7 @@ class Reflector(Protocol):
     name: str
 
     def write_lessons(self, trainable: pl.DataFrame) -> pl.DataFrame:
-        """Given classified trainable rows, return case_id, lesson, reflector (one row per input row)."""
+        """Given classified trainable rows, return case_id, run_id, lesson, reflector (one row per input row)."""
         ...
 
 
@@ -126,7 +133,10 @@ class DeterministicReflector:
 
     def write_lessons(self, trainable: pl.DataFrame) -> pl.DataFrame:
         return trainable.select(
-            "case_id", deterministic_lesson_expr().alias("lesson"), pl.lit(DETERMINISTIC).alias("reflector")
+            "case_id",
+            "run_id",
+            deterministic_lesson_expr().alias("lesson"),
+            pl.lit(DETERMINISTIC).alias("reflector"),
         )
 
 
@@ -145,42 +155,55 @@ WITH pos AS (
 events AS (
     SELECT symbol, list(ts) AS ts FROM raw.market_events WHERE exogenous AND ts <= $1 GROUP BY symbol
 ),
-base AS (
+base AS (  -- every (chain-eligible case, complete run that was its primary at some instant)
     SELECT rc.case_id, rc.decision_id, rc.role_id, rc.symbol, rc.scenario, rc.direction, rc.decision_text,
-           rc.outcome, rc.primary_run_id AS run_id, rc.execution_id,
+           ep.run_id, ep.primary_from, ep.primary_until, rc.execution_id, r.known_at AS run_known_at,
            e.executed_at AS window_start,
            e.executed_at + to_days(p.horizon_days::INTEGER) AS window_end,
            p.horizon_days, ro.noise_k, ro.maturity_days, pos.closed_at,
            pos.closed_at + to_days(ro.maturity_days::INTEGER) AS matures_at,
            ro.required_evidence, ro.failure_modes, ro.reflection_prompt,
+           ex.value AS excess_return, vol.value AS volatility,
            coalesce(list_transform(json_extract_string(d.evidence, '$[*]'), lambda x: lower(trim(x))),
                     []::VARCHAR[]) AS evidence,
            ev.ts AS event_times
     FROM main.role_cases rc
     JOIN _tm_roles ro ON ro.role_id = rc.role_id
-    JOIN main.evaluation_runs r ON r.run_id = rc.primary_run_id
+    JOIN main.evaluation_primaries ep ON ep.decision_id = rc.decision_id
+    JOIN main.evaluation_runs r ON r.run_id = ep.run_id AND r.status = 'complete'
     JOIN raw.trade_executions e ON e.execution_id = r.execution_id
     JOIN raw.benchmark_profiles p ON p.profile_id = r.profile_id
     JOIN raw.trading_decisions d ON d.decision_id = rc.decision_id
+    LEFT JOIN main.evaluation_components ex ON ex.run_id = r.run_id AND ex.component = 'excess_return'
+    LEFT JOIN main.evaluation_components vol ON vol.run_id = r.run_id AND vol.component = 'volatility'
     LEFT JOIN pos ON pos.execution_id = rc.execution_id
     LEFT JOIN events ev ON ev.symbol = rc.symbol
-    WHERE rc.status = 'eligible' AND rc.outcome IS NOT NULL AND ($2::VARCHAR IS NULL OR rc.case_id = $2)
+    WHERE {chain_eligible}
+      AND ($2::VARCHAR IS NULL OR (rc.case_id = $2 AND ep.primary_until IS NULL))
 ),
 inputs AS (
     SELECT b.* EXCLUDE (evidence, event_times),
-           coalesce(b.matures_at <= $1, false) AS matured,
+           {outcome} AS outcome,
+           greatest(b.matures_at, b.run_known_at) AS known_at,
            list_filter(b.required_evidence, lambda k: NOT list_contains(b.evidence, lower(trim(k))))
                AS missing_evidence,
            coalesce(len(list_filter(b.event_times, lambda t: t >= b.window_start AND t <= b.window_end)) > 0,
-                    false) AS exogenous_event,
-           {reflected_before} AS reflected_before
+                    false) AS exogenous_event
     FROM base b
+),
+timed AS (  -- matured: knowable by now, while the run was still primary
+    SELECT i.*,
+           coalesce(i.known_at <= $1 AND (i.primary_until IS NULL OR i.known_at < i.primary_until), false)
+               AS matured,
+           {reflected_before} AS reflected_before
+    FROM inputs i
+    WHERE i.outcome IS NOT NULL
 )
 {classified}
 """
-# was this case already reflected for its current primary run?
+# was this case already reflected for this run?
 _REFLECTED_BEFORE = (
-    "EXISTS (SELECT 1 FROM main.role_reflections rr WHERE rr.case_id = b.case_id AND rr.run_id = b.run_id)"
+    "EXISTS (SELECT 1 FROM main.role_reflections rr WHERE rr.case_id = i.case_id AND rr.run_id = i.run_id)"
 )
 
 
@@ -191,10 +214,17 @@ def reflection_inputs(
     case_id: str | None = None,
     into: str = REFLECTION_INPUTS,
 ) -> str:
-    """Temp table ``into``: everything the ladder and a lesson need, for eligible cases with an outcome
-    (matured or not), with ``matured``, ``reflected_before``, ``classification`` and ``trainable``."""
+    """Temp table ``into``: everything the ladder and a lesson need, per chain-eligible case and run
+    that was its primary (one case: its current primary run), with ``outcome``, ``known_at``,
+    ``matured``, ``reflected_before``, ``classification`` and ``trainable``."""
     reflected = _REFLECTED_BEFORE if table_exists(con, tables.ROLE_REFLECTIONS) else "false"
-    sql = INPUTS_SQL.format(into=into, reflected_before=reflected, classified=classified("inputs"))
+    sql = INPUTS_SQL.format(
+        into=into,
+        reflected_before=reflected,
+        classified=classified("timed"),
+        chain_eligible=chain_eligible_sql("rc"),
+        outcome=outcome_sql("b.excess_return", "b.noise_k * b.volatility * sqrt(b.horizon_days)"),
+    )
     con.register("_tm_roles", registry)
     try:
         con.execute(sql, [as_of, case_id])
@@ -210,27 +240,28 @@ class ReflectionBatch:
     already_reflected: int  # matured cases whose primary run was reflected before
 
 
-# reflection_id: "rr_" + the first 16 hex digits of sha256("<case_id>|<run_id>|<reflected_at ISO-8601>")
+# reflection_id: "rr_" + the first 16 hex digits of sha256("<case_id>|<run_id>"); a manual re-run
+# (``force``) is a record of its own: sha256("<case_id>|<run_id>|<reflected_at ISO-8601>"), knowable
+# from when it was made.
 BATCH_SQL = """
 CREATE OR REPLACE TEMP TABLE {into} AS
-SELECT 'rr_' || left(sha256(i.case_id || '|' || i.run_id || '|' || $2), 16) AS reflection_id,
-       i.case_id, i.role_id, i.run_id, i.classification, i.trainable, l.lesson,
-       coalesce(l.reflector, '{deterministic}') AS reflector, $1::TIMESTAMPTZ AS reflected_at
+SELECT 'rr_' || left(sha256(i.case_id || '|' || i.run_id || CASE WHEN $3 THEN '|' || $2 ELSE '' END), 16)
+           AS reflection_id,
+       i.case_id, i.role_id, i.run_id, i.classification, i.trainable, i.outcome, l.lesson,
+       coalesce(l.reflector, '{deterministic}') AS reflector, $1::TIMESTAMPTZ AS reflected_at,
+       CASE WHEN $3 THEN greatest(i.known_at, $1::TIMESTAMPTZ) ELSE i.known_at END AS known_at
 FROM {inputs} i
-LEFT JOIN _tm_lessons l ON l.case_id = i.case_id
+LEFT JOIN _tm_lessons l ON l.case_id = i.case_id AND l.run_id = i.run_id
 WHERE {todo}
 """
-_LESSONS_SCHEMA = {"case_id": pl.String, "lesson": pl.String, "reflector": pl.String}
+_LESSONS_SCHEMA = {"case_id": pl.String, "run_id": pl.String, "lesson": pl.String, "reflector": pl.String}
 
 # The trainable rows of a batch with their run's numbers, as the reflector gets them.
 TRAINABLE_ROWS_SQL = """
-SELECT i.*, ex.value AS excess_return, vol.value AS volatility,
-       i.noise_k * vol.value * sqrt(i.horizon_days) AS noise_band
+SELECT i.*, i.noise_k * i.volatility * sqrt(i.horizon_days) AS noise_band
 FROM {inputs} i
-LEFT JOIN main.evaluation_components ex ON ex.run_id = i.run_id AND ex.component = 'excess_return'
-LEFT JOIN main.evaluation_components vol ON vol.run_id = i.run_id AND vol.component = 'volatility'
 WHERE {todo} AND i.trainable
-ORDER BY i.role_id, i.case_id
+ORDER BY i.role_id, i.case_id, i.run_id
 """
 
 
@@ -250,12 +281,12 @@ def reflect(
     todo = "i.matured" if force else "i.matured AND NOT i.reflected_before"
     trainable = read_frame(con, TRAINABLE_ROWS_SQL.format(inputs=inputs, todo=todo))
     lessons = reflector.write_lessons(trainable) if trainable.height else pl.DataFrame(schema=_LESSONS_SCHEMA)
-    lessons = lessons.select("case_id", truncate_lesson(pl.col("lesson")).alias("lesson"), "reflector")
+    lessons = lessons.select("case_id", "run_id", truncate_lesson(pl.col("lesson")).alias("lesson"), "reflector")
     con.register("_tm_lessons", lessons)
     try:
         con.execute(
             BATCH_SQL.format(into=into, inputs=inputs, todo=todo, deterministic=DETERMINISTIC),
-            [as_of, as_of.isoformat()],
+            [as_of, as_of.isoformat(), force],
         )
     finally:
         con.unregister("_tm_lessons")
@@ -296,10 +327,10 @@ ROLE_STATS_SCHEMA = pl.Schema(
 # else (legacy scores, migrated_role_cases, non-primary versions) is ever read here.
 ROLE_STATS_SQL = """
 WITH latest AS (  -- the newest reflection (at as_of) of each scoring-eligible case's current primary run
-    SELECT rc.role_id, arg_max(rr.classification, (rr.reflected_at, rr.reflection_id)) AS classification
+    SELECT rc.role_id, arg_max(rr.classification, (rr.known_at, rr.reflection_id)) AS classification
     FROM main.role_reflections rr
     JOIN main.role_cases rc ON rc.case_id = rr.case_id AND rc.primary_run_id = rr.run_id
-    WHERE rr.reflected_at <= $1 AND rc.scoring_eligible
+    WHERE rr.known_at <= $1 AND rc.scoring_eligible
     GROUP BY rr.case_id, rc.role_id
 ),
 cases AS (
