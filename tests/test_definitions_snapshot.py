@@ -18,9 +18,7 @@ SNAPSHOT = Path(__file__).with_name("definitions_snapshot.json")
 
 def describe(definitions: dg.Definitions) -> dict:
     graph = definitions.resolve_asset_graph()
-    assets = {
-        key.to_user_string(): graph.get(key).group_name for key in sorted(graph.get_all_asset_keys())
-    }
+    assets = {key.to_user_string(): graph.get(key).group_name for key in sorted(graph.get_all_asset_keys())}
     checks = {
         f"{key.asset_key.to_user_string()}:{key.name}": {"blocking": graph.get_check_spec(key).blocking}
         for key in graph.asset_check_keys
@@ -42,7 +40,9 @@ def test_code_location_loads():
 def test_loaded_definitions_match_the_snapshot():
     current = describe(defs())
     expected = json.loads(SNAPSHOT.read_text())
-    assert current == expected, "the code location changed: if intended, run python -m tests.test_definitions_snapshot"
+    assert current == expected, (
+        "the code location changed: if intended, run python -m tests.test_definitions_snapshot"
+    )
 
 
 if __name__ == "__main__":

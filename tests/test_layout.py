@@ -8,7 +8,15 @@ from pathlib import Path
 PACKAGE = Path(__file__).resolve().parents[1] / "tradingmem_assets"
 # The only files that may import Dagster: a domain's wiring, the entry point, the resource,
 # the one Dagster-side helper module of lib/ and the run launcher of the CLI and the benchmark.
-WIRING_NAMES = {"assets.py", "checks.py", "jobs.py", "sensors.py", "schedules.py", "partitions.py", "hooks.py"}
+WIRING_NAMES = {
+    "assets.py",
+    "checks.py",
+    "jobs.py",
+    "sensors.py",
+    "schedules.py",
+    "partitions.py",
+    "hooks.py",
+}
 WIRING_FILES = {"definitions.py", "defs/resources.py", "lib/dagster_kit.py", "defs/operations/runs.py"}
 MAX_LINES = 400
 
@@ -57,9 +65,16 @@ def test_rules_never_import_wiring():
 
 def test_every_domain_is_one_folder_without_prefixed_modules():
     domains = sorted(p.name for p in (PACKAGE / "defs").iterdir() if p.is_dir() and p.name != "__pycache__")
-    assert {"landing", "evaluation", "role_memory", "learning", "profile", "memory", "audit", "migration"} <= set(
-        domains
-    )
+    assert {
+        "landing",
+        "evaluation",
+        "role_memory",
+        "learning",
+        "profile",
+        "memory",
+        "audit",
+        "migration",
+    } <= set(domains)
     assert not (PACKAGE / "core").exists() and not (PACKAGE / "schemas").exists()
     for domain in domains:
         for path in (PACKAGE / "defs" / domain).glob("*.py"):

@@ -257,7 +257,9 @@ def test_price_correction_appends_a_version_and_unchanged_inputs_append_nothing(
     ]
     # version 1 rows are untouched (append-only) and stay primary: a correction needs a promotion
     settled = runs.filter(pl.col("run_version") <= 1).sort("run_id")
-    assert settled.drop("is_primary", "promoted_at").equals(first.sort("run_id").drop("is_primary", "promoted_at"))
+    assert settled.drop("is_primary", "promoted_at").equals(
+        first.sort("run_id").drop("is_primary", "promoted_at")
+    )
     # the corrected window ended long before this run's as_of: it is knowable only now
     corrected = runs.filter(pl.col("run_version") == 2)
     assert set(corrected.get_column("known_at")) == {ts("2024-07-01")}

@@ -61,9 +61,9 @@ def test_an_earlier_learning_run_is_refused_and_leaves_every_table_byte_identica
     before = _digests(built.db)
     result = built.materialize(as_of=EARLIER, raise_on_error=False)
     assert not result.success
-    messages = " ".join(
-        e.message or "" for e in result.all_events if e.is_failure
-    ) + " ".join(str(e.event_specific_data) for e in result.all_events if e.is_failure)
+    messages = " ".join(e.message or "" for e in result.all_events if e.is_failure) + " ".join(
+        str(e.event_specific_data) for e in result.all_events if e.is_failure
+    )
     assert "2024-06-01T00:00:00+00:00" in messages and "2024-07-01T00:00:00+00:00" in messages
     assert "TRADINGMEM_DB" in messages
     assert _digests(built.db) == before  # not even a ledger row or a heartbeat
@@ -74,7 +74,9 @@ def test_a_replay_at_the_same_as_of_changes_no_derived_row(built):
     before = _digests(built.db, exclude=RECORDS)
     assert built.materialize(as_of=T).success
     assert _digests(built.db, exclude=RECORDS) == before
-    assert built.rows("SELECT count(*), count(*) FILTER (WHERE status = 'ok') FROM main.warehouse_runs")[0] == (2, 2)
+    assert built.rows("SELECT count(*), count(*) FILTER (WHERE status = 'ok') FROM main.warehouse_runs")[
+        0
+    ] == (2, 2)
 
 
 def test_audit_runs_neither_obey_nor_move_the_bound():

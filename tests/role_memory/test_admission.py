@@ -14,8 +14,8 @@ from tradingmem_assets.defs.role_memory.admission import (
     admit,
     case_id_for,
     registry_frame,
-    write_cases,
 )
+from tradingmem_assets.defs.role_memory.writes import write_cases
 from tradingmem_assets.lib.registry import load_registry
 from tradingmem_assets.settings import SETTINGS
 
@@ -290,7 +290,11 @@ LANDING = [
     )
 ]
 ROLE_MEMORY = ["role_cases", "role_reflections", "role_stats"]
-DOWNSTREAM = ["evaluation_runs", "evaluation_primaries", "evaluation_components"] + ROLE_MEMORY  # what as_of alone can change
+DOWNSTREAM = [
+    "evaluation_runs",
+    "evaluation_primaries",
+    "evaluation_components",
+] + ROLE_MEMORY  # what as_of alone can change
 PIPELINE = LANDING + DOWNSTREAM
 
 pytestmark_off = pytest.mark.skipif(
@@ -414,7 +418,7 @@ def test_a_hand_edited_eligibility_fails_the_blocking_check_and_stops_downstream
 
 
 def chained_cases() -> pl.DataFrame:
-    from tradingmem_assets.defs.role_memory.admission import with_chain
+    from tradingmem_assets.defs.role_memory.chain import with_chain
 
     con = duckdb.connect()
     Chain().add("ok").add("auto", automation_flag=True).add("ghost", role_id="ghost").load(con)

@@ -121,7 +121,9 @@ def test_point_in_time_recall_never_sees_a_lesson_from_its_own_future(recall_wor
     ]
     assert sorted(before_future) == ["mine_a", "mine_b", "mine_sym"]
     assert hits(recall_world, as_of=datetime(2024, 2, 15, 14, tzinfo=UTC)) == []  # before any matured
-    at_maturity = [decision_of(recall_world)[h.case_id] for h in hits(recall_world, as_of="2024-02-25T00:00:00Z", k=50)]
+    at_maturity = [
+        decision_of(recall_world)[h.case_id] for h in hits(recall_world, as_of="2024-02-25T00:00:00Z", k=50)
+    ]
     assert "future" in at_maturity
 
 

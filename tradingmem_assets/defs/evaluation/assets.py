@@ -91,7 +91,9 @@ def evaluation(context: dg.AssetExecutionContext, warehouse: WarehouseResource):
                 metadata={"summary": dg.MetadataValue.md(validation.summary())},
             )
         with transaction(con):
-            con.execute(f"CREATE OR REPLACE TABLE {tables.EVALUATION_RUNS} AS SELECT * FROM _ev_all").fetchall()
+            con.execute(
+                f"CREATE OR REPLACE TABLE {tables.EVALUATION_RUNS} AS SELECT * FROM _ev_all"
+            ).fetchall()
             con.execute(
                 f"CREATE OR REPLACE TABLE {tables.EVALUATION_PRIMARIES} AS "
                 "SELECT * FROM _ev_primaries ORDER BY decision_id, primary_from"

@@ -17,11 +17,15 @@ def _primary_has_promotion_time(data: pa.PolarsData) -> pl.LazyFrame:
 
 
 def _version_zero_is_the_open_window(data: pa.PolarsData) -> pl.LazyFrame:
-    return data.lazyframe.select(((pl.col("run_version") == 0) == (pl.col("status") == "pending")).alias("ok"))
+    return data.lazyframe.select(
+        ((pl.col("run_version") == 0) == (pl.col("status") == "pending")).alias("ok")
+    )
 
 
 def _known_once_settled(data: pa.PolarsData) -> pl.LazyFrame:
-    return data.lazyframe.select((pl.col("known_at").is_null() == (pl.col("status") == "pending")).alias("ok"))
+    return data.lazyframe.select(
+        (pl.col("known_at").is_null() == (pl.col("status") == "pending")).alias("ok")
+    )
 
 
 EVALUATION_RUNS_SCHEMA = pa.DataFrameSchema(

@@ -9,8 +9,7 @@ from typing import TYPE_CHECKING
 
 import dagster as dg
 
-from tradingmem_assets.defs.operations.jobs import trading_memory_job
-from tradingmem_assets.defs.operations.jobs import warehouse_checks_job
+from tradingmem_assets.defs.operations.jobs import trading_memory_job, warehouse_checks_job
 from tradingmem_assets.settings import DEFAULT_CHECKS_SCHEDULE_CRON, DEFAULT_SCHEDULE_CRON, SETTINGS
 
 if TYPE_CHECKING:  # what define_asset_job returns; not exported at the top level

@@ -13,10 +13,10 @@ from datetime import UTC, datetime
 
 import dagster as dg
 
+from tradingmem_assets.defs.landing.invariants import LANDING_TABLES
 from tradingmem_assets.defs.operations.jobs import trading_memory_job
 from tradingmem_assets.defs.operations.landing_state import LandingDiff, LandingState, diff, fingerprint
 from tradingmem_assets.defs.operations.schedules import TRIGGER_TAG
-from tradingmem_assets.defs.landing.invariants import LANDING_TABLES
 from tradingmem_assets.settings import SETTINGS, default_landing_dir
 
 LANDING_SENSOR_NAME = "landing_sensor"

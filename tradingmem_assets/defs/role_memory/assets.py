@@ -13,14 +13,8 @@ import polars as pl
 
 from tradingmem_assets.defs.resources import WarehouseResource
 from tradingmem_assets.defs.role_memory import invariants as schemas
-from tradingmem_assets.defs.role_memory.admission import (
-    ROLE_CASES_SCHEMA,
-    admit,
-    decision_coverage,
-    registry_frame,
-    with_chain,
-    write_cases,
-)
+from tradingmem_assets.defs.role_memory.admission import ROLE_CASES_SCHEMA, admit, registry_frame
+from tradingmem_assets.defs.role_memory.chain import decision_coverage, with_chain
 from tradingmem_assets.defs.role_memory.invariants import validate_relation
 from tradingmem_assets.defs.role_memory.llm_reflector import ChatClient, LLMReflector
 from tradingmem_assets.defs.role_memory.reasons import chain_eligible_sql
@@ -32,8 +26,9 @@ from tradingmem_assets.defs.role_memory.reflection import (
     record_reflections,
     reflect,
     reflection_inputs,
-    role_stats,
 )
+from tradingmem_assets.defs.role_memory.stats import role_stats
+from tradingmem_assets.defs.role_memory.writes import write_cases
 from tradingmem_assets.lib import tables
 from tradingmem_assets.lib.budget import BudgetTracker, ensure_usage_table
 from tradingmem_assets.lib.dagster_kit import table_metadata
@@ -59,7 +54,12 @@ ROLE_CASES_INPUTS = [
         "benchmark_profiles",
     )
 ] + ["evaluation_runs", "evaluation_components"]
-ROLE_REFLECTIONS_INPUTS = ["role_cases", "evaluation_runs", "evaluation_primaries", "evaluation_components"] + [
+ROLE_REFLECTIONS_INPUTS = [
+    "role_cases",
+    "evaluation_runs",
+    "evaluation_primaries",
+    "evaluation_components",
+] + [
     raw_key(t)
     for t in (
         "trading_decisions",

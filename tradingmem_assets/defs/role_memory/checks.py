@@ -10,7 +10,7 @@ import polars as pl
 
 from tradingmem_assets.defs.resources import WarehouseResource
 from tradingmem_assets.defs.role_memory import invariants as schemas
-from tradingmem_assets.defs.role_memory.admission import decision_coverage, with_chain
+from tradingmem_assets.defs.role_memory.chain import decision_coverage, with_chain
 from tradingmem_assets.defs.role_memory.invariants import validate_relation
 from tradingmem_assets.lib import tables
 from tradingmem_assets.lib.dagster_kit import check_result

@@ -144,7 +144,9 @@ class LLMReflector:
 
     def write_lessons(self, trainable: pl.DataFrame) -> pl.DataFrame:
         fallback = DeterministicReflector().write_lessons(trainable)
-        fallback_by_case = {(c, r): lesson for c, r, lesson in fallback.select("case_id", "run_id", "lesson").rows()}
+        fallback_by_case = {
+            (c, r): lesson for c, r, lesson in fallback.select("case_id", "run_id", "lesson").rows()
+        }
         exhausted = False
         failures = 0
         out: list[tuple[str, str, str, str]] = []

@@ -1,0 +1,109 @@
+"""Evaluation versions and primaries (SPEC sections 4 and 16), as SQL over the measured states.
+
+They read the temp tables of ``scoring.evaluate`` (``_ev_measured``, ``_ev_previous``, ``_ev_exec``,
+``_ev_roles``) and build ``_ev_fresh`` (versions to append), ``_ev_primaries`` (every interval a run
+was primary) and ``_ev_all`` (every run with its primary flag as of the run).
+"""
+
+# Version 0 once per (decision, profile); a settled state when no stored version has its hash,
+# numbered after the stored versions in the order the states became knowable.
+FRESH_SQL = """
+CREATE OR REPLACE TEMP TABLE _ev_fresh AS
+WITH latest AS (
+    SELECT decision_id, profile_id, max(run_version) AS latest_version FROM _ev_previous GROUP BY ALL
+),
+candidates AS (
+    SELECT m.* FROM _ev_measured m
+    WHERE m.is_pending
+      AND NOT EXISTS (SELECT 1 FROM _ev_previous p WHERE p.decision_id = m.decision_id
+                      AND p.profile_id = m.profile_id AND p.run_version = 0)
+    UNION ALL
+    SELECT m.* FROM _ev_measured m
+    WHERE NOT m.is_pending
+      AND NOT EXISTS (SELECT 1 FROM _ev_previous p WHERE p.decision_id = m.decision_id
+                      AND p.profile_id = m.profile_id AND p.inputs_hash = m.inputs_hash)
+    QUALIFY row_number() OVER (PARTITION BY m.decision_id, m.profile_id, m.inputs_hash ORDER BY m.known_at) = 1
+),
+numbered AS (
+    SELECT c.* REPLACE (
+               CASE WHEN c.is_pending THEN NULL
+                    WHEN $prev_bound::TIMESTAMPTZ IS NOT NULL AND c.known_at <= $prev_bound::TIMESTAMPTZ
+                        THEN $as_of::TIMESTAMPTZ
+                    ELSE c.known_at END AS known_at),
+           CASE WHEN c.is_pending THEN 0
+                ELSE coalesce(l.latest_version, 0) + row_number() OVER (
+                    PARTITION BY c.decision_id, c.profile_id, c.is_pending ORDER BY c.known_at, c.inputs_hash)
+           END::BIGINT AS run_version
+    FROM candidates c LEFT JOIN latest l USING (decision_id, profile_id)
+)
+SELECT n.*,
+       'er_' || left(sha256(n.decision_id || '|' || n.profile_id || '|' || n.run_version::VARCHAR), 16) AS run_id,
+       $as_of::TIMESTAMPTZ AS created_at
+FROM numbered n
+"""
+
+# Every interval a run was primary: the policy (version 0 from the execution, version 1 from its
+# known_at, on the role's primary profile) and explicit promotions (from the later of promoted_at
+# and the version's known_at), the latest explicit promotion winning over the policy.
+PRIMARIES_SQL = """
+CREATE OR REPLACE TEMP TABLE _ev_primaries AS
+WITH runs AS (
+    SELECT run_id, decision_id, profile_id, run_version, known_at FROM _ev_previous
+    UNION ALL
+    SELECT run_id, decision_id, profile_id, run_version, known_at FROM _ev_fresh
+),
+policy AS (
+    SELECT r.decision_id, r.run_id,
+           CASE WHEN r.run_version = 0 THEN x.executed_at ELSE r.known_at END AS effective_at
+    FROM runs r
+    JOIN raw.trading_decisions d USING (decision_id)
+    JOIN _ev_roles ro ON ro.role_id = d.role_id AND ro.primary_profile = r.profile_id
+    JOIN _ev_exec x USING (decision_id)
+    WHERE r.run_version IN (0, 1)
+),
+explicit AS (
+    SELECT r.decision_id, r.run_id, greatest(p.promoted_at, coalesce(r.known_at, p.promoted_at)) AS effective_at,
+           p.promoted_at, r.profile_id, r.run_version
+    FROM raw.evaluation_promotions p
+    JOIN runs r USING (decision_id, profile_id, run_version)
+    WHERE p.promoted_at <= $as_of
+),
+events AS (
+    SELECT decision_id, effective_at, run_id AS policy_run, NULL::VARCHAR AS explicit_run,
+           0 AS kind, NULL::TIMESTAMPTZ AS promoted_at, NULL::VARCHAR AS profile_id, NULL::BIGINT AS run_version
+    FROM policy
+    UNION ALL
+    SELECT decision_id, effective_at, NULL, run_id, 1, promoted_at, profile_id, run_version FROM explicit
+),
+points AS (
+    SELECT decision_id, effective_at,
+           coalesce(last_value(explicit_run IGNORE NULLS) OVER w, last_value(policy_run IGNORE NULLS) OVER w) AS run_id,
+           row_number() OVER (PARTITION BY decision_id, effective_at ORDER BY kind DESC, promoted_at DESC,
+                              profile_id DESC, run_version DESC) AS last_at_instant
+    FROM events
+    WINDOW w AS (PARTITION BY decision_id ORDER BY effective_at, kind, promoted_at, profile_id, run_version
+                 ROWS BETWEEN UNBOUNDED PRECEDING AND CURRENT ROW)
+),
+changes AS (
+    SELECT decision_id, effective_at, run_id FROM points WHERE last_at_instant = 1
+    QUALIFY run_id IS DISTINCT FROM lag(run_id) OVER (PARTITION BY decision_id ORDER BY effective_at)
+)
+SELECT decision_id, run_id, effective_at AS primary_from,
+       lead(effective_at) OVER (PARTITION BY decision_id ORDER BY effective_at) AS primary_until
+FROM changes
+"""
+
+# All runs with is_primary / promoted_at as of this run (the open primary interval).
+ALL_RUNS_SQL = """
+CREATE OR REPLACE TEMP TABLE _ev_all AS
+WITH runs AS (
+    SELECT run_id, decision_id, execution_id, profile_id, run_version, inputs_hash, status, known_at, created_at
+    FROM _ev_previous
+    UNION ALL
+    SELECT run_id, decision_id, execution_id, profile_id, run_version, inputs_hash, status, known_at, created_at
+    FROM _ev_fresh
+)
+SELECT r.run_id, r.decision_id, r.execution_id, r.profile_id, r.run_version, r.inputs_hash, r.status,
+       p.run_id IS NOT NULL AS is_primary, p.primary_from AS promoted_at, r.created_at, r.known_at
+FROM runs r LEFT JOIN _ev_primaries p ON p.run_id = r.run_id AND p.primary_until IS NULL
+"""

@@ -1,0 +1,42 @@
+"""What the role-case invariant checks read from the execution chain, never from the case itself."""
+
+from __future__ import annotations
+
+from datetime import datetime
+
+import duckdb
+
+from tradingmem_assets.lib import tables
+
+CHAIN_SQL = """
+SELECT rc.*, e.source AS chain_source, e.automation_flag AS chain_automation_flag,
+       e.source_verified AS chain_source_verified
+FROM {cases} rc
+LEFT JOIN raw.trade_executions e ON e.execution_id = rc.execution_id
+"""
+
+COVERAGE_SQL = """
+WITH expected AS (
+    SELECT decision_id FROM raw.trading_decisions WHERE role_id IS NOT NULL AND decided_at <= $1
+),
+seen AS (SELECT decision_id, count(*) AS n_cases FROM {cases} GROUP BY decision_id)
+SELECT coalesce(x.decision_id, s.decision_id) AS decision_id,
+       x.decision_id IS NOT NULL AS names_a_role,
+       coalesce(s.n_cases, 0) AS n_cases
+FROM expected x FULL OUTER JOIN seen s ON s.decision_id = x.decision_id
+"""
+
+
+def with_chain(con: duckdb.DuckDBPyConnection, cases: str = tables.ROLE_CASES) -> duckdb.DuckDBPyRelation:
+    """Cases with the source facts of their linked execution, read from ``raw.trade_executions``.
+
+    A lazy relation: stream it (``schemas.role_memory.validate_relation``) or ``.pl()`` a small one.
+    """
+    return con.sql(CHAIN_SQL.format(cases=cases))
+
+
+def decision_coverage(
+    con: duckdb.DuckDBPyConnection, as_of: datetime, cases: str = tables.ROLE_CASES
+) -> duckdb.DuckDBPyRelation:
+    """Per decision: does it name a role, and how many cases does it have (must be exactly one)."""
+    return con.sql(COVERAGE_SQL.format(cases=cases), params=[as_of])
