@@ -243,7 +243,9 @@ def test_automation_page_lists_the_schedules_and_sensors_stopped_by_default(brow
 def test_the_toggle_on_the_automation_page_starts_a_schedule(browser, webserver):
     open_page(browser, webserver, "/automation", "trading_memory_schedule")
     assert instigator_status(webserver, "trading_memory_schedule") == "STOPPED"
-    toggle(browser, "trading_memory_schedule").find_element(By.XPATH, "./..").click()  # the switch's label
+    switch = toggle(browser, "trading_memory_schedule")
+    # a click through JavaScript: a dialog or toast drawn over the row must not swallow it
+    browser.execute_script("arguments[0].click();", switch)
     WebDriverWait(browser, PAGE_TIMEOUT_S).until(lambda d: toggle_is_on(d, "trading_memory_schedule"))
     deadline = time.monotonic() + PAGE_TIMEOUT_S
     while instigator_status(webserver, "trading_memory_schedule") != "RUNNING":
