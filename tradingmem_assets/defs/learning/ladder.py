@@ -57,6 +57,7 @@ REFLECTIONS_SCHEMA = pl.Schema(
         "status": pl.String(),
         "started_at": UTC_TS,
         "recorded_at": UTC_TS,
+        "known_at": UTC_TS,
     }
 )
 CASES_SCHEMA = pl.Schema(
@@ -67,6 +68,7 @@ CASES_SCHEMA = pl.Schema(
         "window": pl.Int64(),
         "correct": pl.Boolean(),
         "recorded_at": UTC_TS,
+        "known_at": UTC_TS,
         "applied": pl.Boolean(),
     }
 )
@@ -88,6 +90,7 @@ EVENTS_SCHEMA = pl.Schema(
         "event": pl.String(),
         "ts": UTC_TS,
         "detail": pl.String(),
+        "source_output_id": pl.String(),
     }
 )
 METHODOLOGIES_SCHEMA = pl.Schema(
@@ -111,6 +114,7 @@ METHODOLOGIES_SCHEMA = pl.Schema(
         "graduated_at": UTC_TS,
         "updated_at": UTC_TS,
         "source_output_id": pl.String(),
+        "known_at": UTC_TS,
     }
 )
 
@@ -199,6 +203,7 @@ def reflect_runs(
         correct.alias("correct"),
         pl.when(pl.col("status") == "scored").then(pl.col("action")).alias("action"),
     )
+    out = out.with_columns(pl.col("recorded_at").alias("known_at"))  # started_at + window
     return out.select(REFLECTIONS_SCHEMA.names()).cast(REFLECTIONS_SCHEMA).sort("run_id", "window")  # type: ignore[arg-type]
 
 
@@ -212,7 +217,9 @@ def build_cases(reflections: pl.DataFrame, citations: pl.DataFrame, base: pl.Dat
     cases = cases.with_columns(
         (pl.col("created_at").is_not_null() & (pl.col("created_at") <= pl.col("started_at"))).alias("applied")
     )
-    cases = hashed_ids(cases, "case_id", "mc_", ["run_id", "window", "methodology_id"])
+    cases = hashed_ids(cases, "case_id", "mc_", ["run_id", "window", "methodology_id"]).with_columns(
+        pl.col("recorded_at").alias("known_at")  # the run's started_at + window (SPEC section 16)
+    )
     return cases.select(CASES_SCHEMA.names()).cast(CASES_SCHEMA).sort("recorded_at", "case_id")  # type: ignore[arg-type]
 
 
@@ -281,6 +288,7 @@ def apply_state(base: pl.DataFrame, timeline: pl.DataFrame) -> pl.DataFrame:
         pl.col("confidence").fill_null(INITIAL_CONFIDENCE),
         pl.when(pl.col("graduated").fill_null(False)).then(0).otherwise(1).cast(pl.Int64).alias("quarantine"),
         pl.max_horizontal("last_proposed_at", "last_outcome_at", "created_at").alias("updated_at"),
+        pl.col("created_at").alias("known_at"),  # its first accepted proposal's run started_at
     )
     return out.select(METHODOLOGIES_SCHEMA.names()).cast(METHODOLOGIES_SCHEMA).sort("methodology_id")  # type: ignore[arg-type]
 
@@ -314,12 +322,16 @@ def case_hints(
 
 def all_events(candidate_events: pl.DataFrame, outcome_evts: pl.DataFrame) -> pl.DataFrame:
     """The lifecycle events with deterministic ids, in time order."""
-    cand = candidate_events.rename({"source_id": "_source"})
-    outc = outcome_evts.rename({"case_id": "_source"})
+    cand = candidate_events.rename({"source_id": "_source"}).with_columns(
+        pl.col("_source").alias("source_output_id")  # the candidate that caused the event
+    )
+    outc = outcome_evts.rename({"case_id": "_source"}).with_columns(
+        pl.lit(None, dtype=pl.String).alias("source_output_id")
+    )
     both = pl.concat(
         [
-            cand.select("_source", "methodology_id", "event", "ts", "detail"),
-            outc.select("_source", "methodology_id", "event", "ts", "detail"),
+            cand.select("_source", "methodology_id", "event", "ts", "detail", "source_output_id"),
+            outc.select("_source", "methodology_id", "event", "ts", "detail", "source_output_id"),
         ]
     )
     both = hashed_ids(both, "event_id", "me_", ["event", "_source", "methodology_id"])
@@ -369,10 +381,15 @@ def build_methodology_state(
     """Recompute the whole methodology state from ``raw.*`` (institution runs, outputs, injections, bars)."""
     outputs = read_outputs(con, as_of)
     valid, rejects = validate_outputs(outputs)
-    runs = read_frame(con, "SELECT run_id, started_at, symbol, kind FROM raw.institution_runs")
+    runs = read_frame(
+        con, "SELECT run_id, started_at, symbol, kind FROM raw.institution_runs WHERE started_at <= $1", [as_of]
+    )
     bars = read_frame(con, "SELECT symbol, ts, close FROM raw.price_bars WHERE ts <= $1", [as_of])
     injections = read_frame(
-        con, "SELECT injection_id, run_id, methodology_id, injected_at FROM raw.methodology_injections"
+        con,
+        "SELECT injection_id, run_id, methodology_id, injected_at FROM raw.methodology_injections "
+        "WHERE injected_at <= $1",
+        [as_of],
     )
 
     proposals = (
