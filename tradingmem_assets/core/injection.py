@@ -106,7 +106,7 @@ FAMILY_DESCRIPTIONS: dict[str, str] = {
 
 # ----------------------------------------------------------------------------------- vocabulary
 
-_S = r"[\s\"'`*_,]+"  # between words: whitespace, quotes, emphasis markers
+_S = r"(?:'s)?[\s\"'`*_,]+"  # between words: whitespace, quotes, emphasis markers (after a possessive)
 _QUAL = (
     r"(?:previous(?:ly)?|prior|preceding|above|above-mentioned|aforementioned|earlier|before|former|"
     r"foregoing|following|below|subsequent|later|remaining|rest\s+of|remainder\s+of|initial|original|"
@@ -118,7 +118,7 @@ _QUAL = (
 _VERB_IGNORE = (
     r"(?:ignore|ignoring|disregard(?:ing)?|forget(?:ting)?|overlook|override|overriding|overrule|bypass|"
     r"skip|drop|discard|dismiss|abandon|neglect|nullify|void|cancel|revoke|rescind|erase|delete|clear|"
-    r"wipe|scrap|purge|unlearn|ditch|toss|throw\s+(?:out|away)|set\s+aside|put\s+aside|"
+    r"wipe|scrap|purge|unlearn|reset|ditch|toss|throw\s+(?:out|away)|set\s+aside|put\s+aside|"
     r"pay\s+no\s+(?:attention|heed|mind)\s+to|take\s+no\s+notice\s+of|"
     r"stop\s+(?:following|obeying|listening\s+to|using|applying|respecting)|"
     r"no\s+longer\s+(?:follow|obey|apply|adhere\s+to|respect)|"
@@ -155,6 +155,7 @@ _POST_CQ = (
     r"(?=\s*(?:[.,;:!?)\n\"']|$|and\b|then\b|this\b|that\b|these\b|here\b|line\b|point\b|message\b|in\b))|"
     r"(?:you\s+(?:were|have\s+been|had\s+been)\s+(?:given|told|taught|provided|shown))|"
     r"(?:(?:i|we)\s+(?:gave|told|wrote|said|sent|provided)(?:\s+you)?)|"
+    r"(?:(?:that\s+)?you(?:'ve|\s+have)\s+(?:so\s+far|until\s+now|up\s+to\s+now|received|been\s+given|got))|"
     r"(?:(?:in|of|from)\s+(?:this|the|your)\s+(?:prompt|conversation|chat|context|system\s+prompt|"
     r"message|session)))"
 )
@@ -170,7 +171,7 @@ _IGNORE_EN = [
     rf"(?:(?:that|which|what)\s+(?:was|were|is|are|came|comes|appears?)\s+)?(?:written\s+|said\s+|stated\s+|"
     rf"given\s+|mentioned\s+)?{_POST_CQ}",
     # D: "forget everything you learned before"
-    rf"\b{_VERB_IGNORE_CORE}{_S}(?:about\s+)?(?:everything|all|anything|whatever)(?:\s+else)?\s+"
+    rf"\b{_VERB_IGNORE_CORE}{_S}(?:about\s+)?(?:everything|all|anything|whatever|what)(?:\s+else)?\s+"
     r"(?:(?:that|which)\s+)?(?:you(?:'ve|\s+have|\s+had|\s+were|\s+'ve)?\s+(?:learned|learnt|been\s+told|"
     r"were\s+told|read|seen|heard|been\s+taught|were\s+taught|been\s+given|were\s+given|been\s+trained|"
     r"were\s+trained)|(?:i|we)\s+(?:said|told|wrote|gave|asked|mentioned|sent)|"
@@ -182,6 +183,9 @@ _IGNORE_EN = [
     r"overridden|invalid|invalidated|irrelevant|fake|a\s+test|a\s+joke|deprecated|suspended|lifted|"
     r"withdrawn|no\s+longer\s+(?:valid|apply|applicable|in\s+effect|relevant|binding|matter)|"
     r"(?:do|does)\s+not\s+(?:apply|matter|count)|(?:don'?t|doesn'?t)\s+(?:apply|matter|count))\b",
+    r"\b(?:previous|prior|preceding|above|earlier|original|initial|old|former|system|your|all)\s+(?:\w+\s+){0,2}?"
+    r"(?:rules|guidelines|constraints|restrictions|guardrails|context)\s+(?:are|is)\s+(?:now\s+|hereby\s+)?"
+    r"(?:void|null|nullified|suspended|revoked|rescinded|cancel+ed|overridden|lifted|a\s+test|fake|no\s+longer\s+valid)\b",
     r"\beverything\s+(?:(?:written|said|stated)\s+)?(?:above|before\s+this|so\s+far|prior\s+to\s+this|until\s+now)"
     r"\s+(?:\w+\s+){0,2}?(?:is|was)\s+(?:\w+\s+){0,2}?(?:void|null|a\s+test|fake|irrelevant|outdated|"
     r"wrong|a\s+lie|a\s+joke|cancel+ed|obsolete)\b",
@@ -215,10 +219,12 @@ _IGNORE_ML = [  # matched on the normalised text without confusable folding (oth
 
 _JB_ADJ = (
     r"(?:unrestricted|unfiltered|uncensored|unlimited|jailbroken|rogue|evil|unaligned|amoral|unbound|"
-    r"unchained|liberated|lawless|unethical|limitless|without\s+(?:any\s+)?(?:restrictions|limits|rules|"
-    r"filters|guidelines|ethics|morals|boundaries|censorship)|with\s+no\s+(?:restrictions|limits|rules|"
-    r"filters|guidelines|ethics|morals|boundaries)|free\s+(?:of|from)\s+(?:all\s+)?(?:restrictions|rules|"
-    r"limits|guidelines)|no\s+longer\s+bound|dan|stan|dude|aim|developer\s+mode|god\s+mode)"
+    r"unchained|liberated|lawless|unethical|limitless|(?:without|with\s+no)\s+(?:any\s+)?(?:ethical\s+|moral\s+|"
+    r"content\s+|safety\s+)?(?:filters|censorship|ethics|morals|guardrails|ethical\s+guidelines|content\s+polic(?:y|ies)|"
+    r"safety\s+guidelines|moral\s+guidelines)|free\s+(?:of|from)\s+(?:all\s+|any\s+)?(?:\w+\s+)?(?:restrictions|rules|"
+    r"limits|guidelines|policies|filters)|(?:released|freed|exempt(?:ed)?|liberated)\s+from\s+(?:all\s+|any\s+|"
+    r"your\s+)?(?:\w+\s+)?(?:guidelines|rules|restrictions|policies|limits|constraints|programming|filters)|"
+    r"no\s+longer\s+bound|dan|stan|dude|aim|developer\s+mode|god\s+mode)"
 )
 _AI = r"(?:ai|a\.i\.|assistant|chatbot|chat\s*bot|language\s+model|llm|model|gpt|chatgpt|claude|bot|agent|persona|character|entity)"
 _NEW_EN = [
@@ -233,12 +239,12 @@ _NEW_EN = [
     r"speak|obey|follow\s+(?:my|these|only))\b",
     r"\b(?:henceforth|hereafter|for\s+the\s+rest\s+of\s+(?:this|the|our)\s+(?:conversation|session|chat))"
     r"[^.\n]{0,30}?\byou\b",
-    rf"\byou\s+are\s+(?:now|henceforth|hereby|officially)\s+(?:\w+\s+){{0,3}}?(?:{_JB_ADJ}|{_AI}|free|"
+    rf"\byou\s+are\s+(?:now|henceforth|hereby|officially)\s+(?:[\w',:;-]+\s+){{0,3}}?(?:{_JB_ADJ}|{_AI}|free|"
     r"in\s+(?:\w+\s+)?mode|my\s+\w+|an?\s+(?:\w+\s+){0,2}?(?:ai|assistant|bot|model|hacker|persona|character))\b",
     r"\byou\s+are\s+no\s+longer\s+(?:\w+\s+){0,3}?(?:an?\s+)?(?:ai|assistant|bound|restricted|limited|claude|"
     r"chatgpt|model|required|subject|obliged|constrained|an\s+ai)\b",
     rf"\b(?:pretend|imagine|act|behave|respond|roleplay|role-play|play|answer|speak|talk|reply|write|"
-    rf"function|operate)\s+(?:\w+\s+){{0,4}}?(?:as|like|that|to\s+be|you\s+are|you'?re)\s+(?:\w+\s+){{0,4}}?"
+    rf"function|operate)\s+(?:[\w',:;-]+\s+){{0,4}}?(?:as|like|that|to\s+be|you\s+are|you'?re)\s+(?:[\w',:;-]+\s+){{0,4}}?"
     rf"(?:{_JB_ADJ}|(?:an?\s+|the\s+)?{_AI}\s+(?:with\s+no|without|that\s+(?:has\s+no|can|does|ignores|never|"
     r"will|is\s+not)|who\s+(?:has\s+no|can|does|ignores|never|will|is\s+not)|which|free|not\s+bound|named|"
     r"called)|character\s+(?:named|called)|persona\s+(?:named|called|of))",
@@ -251,14 +257,24 @@ _NEW_EN = [
     r"\b(?:let'?s\s+play\s+a\s+game|role-?\s?play(?:ing)?\s+(?:as|game|scenario|where|with|a\s+character)|"
     r"stay\s+in\s+character|never\s+break\s+character|don'?t\s+break\s+character|in\s+character\s+as|"
     r"you\s+will\s+(?:now\s+)?(?:play|simulate|emulate|impersonate)\s+(?:the\s+role\s+of|an?\s+))",
-    r"\b(?:developer|dev|god|debug|admin|jailbreak|jailbroken|unrestricted|unfiltered|uncensored|dan|sudo|"
-    r"root|evil|chaos|opposite|anti-?gpt|unlocked|stan|dude|no-?limits?|superuser)\s+mode\b",
+    r"\b(?:god|jailbreak|jailbroken|unrestricted|unfiltered|uncensored|dan|evil|chaos|opposite|anti-?gpt|"
+    r"unlocked|stan|dude|no-?limits?|superuser)\s+mode\b",
+    r"\b(?:(?:enable|enabled|activate|activated|enter|entering|switch\s+to|turn\s+on|engage|unlock|in|into|now)\s+"
+    r"(?:the\s+)?(?:developer|dev|debug|admin|sudo|root)\s+mode|(?:developer|dev|debug|admin|sudo|root)\s+mode\s*"
+    r"(?:[:!]|\b(?:enabled|activated|on|engaged|unlocked|is\s+(?:now\s+)?(?:on|enabled|active))))",
+    r"(?:^|\n|[.!?]\s+)\s*(?:system\s+|admin\s+|priority\s+|emergency\s+)?override\s*:",
+    r"\b(?:assume|adopt|take\s+on|put\s+on|step\s+into)\s+(?:the\s+)?(?:role|persona|identity|character|mask)\s+of\s+"
+    rf"(?:an?\s+|the\s+)?(?:[\w'-]+\s+){{0,3}}?{_AI}\b",
+    r"\b(?:two|2|dual|both|multiple)\s+(?:personas|personalities|modes|responses|answers)\b[^.\n]{0,80}?\b(?:without|"
+    r"no\s+(?:filters|rules|restrictions)|unfiltered|jailbroken|uncensored|unrestricted|dan)\b",
     r"\bdo\s+anything\s+now\b|\bjail\s*-?\s*break(?:ing|s|ed|en)?\b|\bpwned\b|"
     r"\bi\s+have\s+been\s+(?:pwned|hacked|owned|jailbroken|compromised)\b",
     r"\b(?:as|are|called|named|become|play|simulate)\s+(?:\w+\s+){0,1}?dan\b|\bdan\s+(?:mode|prompt|jailbreak|"
     r"persona|stands|which\s+stands|can\s+do)",
     r"\b(?:admin(?:istrator)?|root|sudo|superuser|developer|maintenance|debug|god|openai|anthropic|operator|"
-    r"owner|creator)\s+(?:override|access|privileges?|clearance|command|authori[sz]ation|mode)\b",
+    r"owner|creator)\s+(?:override|access|privileges?|clearance|command|authori[sz]ation)\b",
+    r"\bpretend\s+(?:to\s+be|you\s+are|you'?re)\s+(?:my|a|an|the)\s+(?:[\w'-]+\s+){0,3}?(?:who|that)\s+"
+    r"(?:used\s+to|would|always|never\s+refuses?|can)\b",
     r"\bsystem\s+(?:override|authori[sz]ation|clearance|command)\s*(?:[:!]|\b(?:activated|engaged|enabled|"
     r"granted|code|protocol|in\s+effect|initiated)\b)",
     r"\b(?:override|access|clearance|authori[sz]ation)\s+(?:code|level)\s*[:=]?\s*(?:accepted|granted|\w*\d)",
@@ -268,7 +284,7 @@ _NEW_EN = [
     r"(?:^|[.!?:;]\s*|\b(?:and|then|now|just|simply|please)\s+)(?:say|print|output|type|repeat\s+after\s+me)"
     r"\s*:?\s*[\"'][^\"'\n]{1,80}[\"']",
     rf"\b(?:you|your|{_AI})\b[^.\n]{{0,60}}?\b(?:no|without|free\s+(?:of|from)|unbound\s+by|not\s+bound\s+by)\s+"
-    r"(?:any\s+)?(?:\w+\s+){0,2}?(?:restrictions|filters|censorship|guidelines|ethics|morals|boundaries|"
+    r"(?:any\s+)?(?:\w+\s+){0,2}?(?:restrictions|filters|censorship|guidelines|ethics|morals|boundaries|rules|"
     r"content\s+polic(?:y|ies)|safety\s+(?:rules|guidelines|filters))\b",
     r"\b(?:no\s+longer|not)\s+(?:bound|restricted|limited|constrained)\s+by\s+(?:\w+\s+){0,3}?(?:rules|"
     r"guidelines|policies|restrictions|openai|anthropic|your\s+(?:creators|developers|programming))\b",
@@ -283,7 +299,9 @@ _OBJ_EXF = (
     r"(?:system\s+(?:prompts?|messages?|instructions?|configuration|config|settings|rules\s+you)|"
     r"(?:initial|original|hidden|secret|first|underlying|internal|confidential|full|complete|exact|"
     r"starting|opening|core|base|pre-?set)\s+(?:instructions?|prompts?|directives?|messages?|configuration|"
-    r"rules\s+you)|developer\s+(?:messages?|instructions?|prompts?)|pre-?prompts?|meta-?prompts?|"
+    r"rules\s+you)|(?:hidden|secret|confidential|internal|underlying)\s+(?:rules|guidelines|policies|criteria)|"
+    r"(?:rules|guidelines|instructions?|directives)\s+you\s+(?:were|have\s+been|had\s+been)\s+(?:given|told|"
+    r"provided|assigned|trained\s+on)|developer\s+(?:messages?|instructions?|prompts?)|pre-?prompts?|meta-?prompts?|"
     r"instructions?\s+(?:you\s+(?:were|have\s+been)\s+given|above|verbatim|in\s+full)|"
     r"your\s+(?:\w+\s+)?(?:instructions?|prompts?|directives|programming|configuration|system\s+prompt|"
     r"context\s+window|training\s+data|guidelines\s+verbatim|rules\s+verbatim)|"
@@ -302,7 +320,7 @@ _SECRET_OBJ = (
 _EXFIL_EN = [
     rf"\b{_V_EXF}\s+(?:\w+\s+){{0,4}}?(?:the\s+|your\s+|all\s+|my\s+|its\s+)?{_OBJ_EXF}",
     rf"\b(?:reveal|print|show|display|output|leak|dump|expose|echo|tell\s+me|give\s+me|send\s+me|share|"
-    rf"disclose|list|read\s+out)\s+(?:\w+\s+){{0,3}}?(?:the\s+|your\s+|all\s+|any\s+|stored\s+)?{_SECRET_OBJ}",
+    rf"disclose|list|read\s+out|read\s+me|recite)\s+(?:\w+\s+){{0,3}}?(?:the\s+|your\s+|all\s+|any\s+|stored\s+)?{_SECRET_OBJ}",
     r"\bwhat\s+(?:is|are|was|were)\s+(?:your|the)\s+(?:\w+\s+){0,2}?(?:instructions?|system\s+prompt|prompts?|"
     r"directives|guidelines\s+you|rules\s+you\s+(?:follow|were\s+given)|initial\s+\w+|configuration|"
     r"programming)\b",
@@ -322,10 +340,10 @@ _ROLE_WORDS = (
     r"command|directive|jailbreak|policy|guidelines)"
 )
 _ROLE_EN = [
-    rf"<\s*/?\s*{_ROLE_WORDS}\s*(?:\s[^<>]{{0,40}})?/?>",
+    rf"<\s*/?\s*{_ROLE_WORDS}[\w-]*\s*(?:\s[^<>]{{0,40}})?/?>",
     r"<\s*/?\s*s\s*>",
     r"<\|[^|<>\n]{1,40}\|>|<\|\s*/?\s*(?:system|user|assistant|im_start|im_end|endoftext)",
-    r"\[\s*/?\s*inst\s*\]|<<\s*/?\s*sys\s*>>",
+    r"\[\s*/?\s*inst\s*\]|<<\s*/?\s*sys(?:tem)?\s*>>",
     r"\[\[?\s*/?\s*(?:system|sys|assistant|user|admin|administrator|developer|instructions?|human|ai|bot|root|"
     r"sudo|prompt|context|operator|system\s+(?:message|prompt|note|override)|admin\s+(?:message|override))"
     r"(?:\s+(?:message|prompt|note|override|instructions?))?\s*\]\]?",
@@ -336,8 +354,8 @@ _ROLE_EN = [
     r"(?::|\*{2,}|={2,}|-{3,}|#{1,6}|(?=\n)|$)",
     r"(?:(?m:^)|\n)\s*#{2,6}\s*(?:instruction|response|input|new\s+instructions?)s?\s*:?[ \t]*(?=\n|$)",
     r"(?:(?m:^)|\n|[.!?]\s+)\s*(?:\*\*|__|\*|_)?(?:system|assistant|developer|admin|administrator|human|"
-    r"ai|user|model|bot|operator|root|sudo|chatgpt|claude|gpt)(?:\s+(?:message|prompt|instructions?|note|"
-    r"notice|override|update|command|alert|directive))?(?:\*\*|__|\*|_)?\s*:",
+    r"ai|user|model|bot|operator|root|sudo|chatgpt|claude|gpt)(?:\s+(?:message|prompt|instructions?|"
+    r"override|command|directive))?(?:\*\*|__|\*|_)?\s*:",
     r"\b(?:system|developer|admin|administrator|assistant|operator)\s+(?:message|prompt|instructions?|override|"
     r"command|directive)\s*:",
     r"\bassistant\s*:",
@@ -358,7 +376,7 @@ _TOOL_EN = [
     r"\"(?:arguments|parameters)\"\s*:\s*\{[^{}]*\}\s*,\s*\"name\"\s*:",
     r"\"type\"\s*:\s*\"(?:function|tool_use|tool_call|function_call)\"",
     r"\bfunctions\.[a-z_][a-z0-9_]*\s*\(|\bto=functions\.|\bassistant\s+to=",
-    r"\baction\s+input\s*:|(?:(?m:^)|\n)\s*(?:action|tool|function|call)\s*:\s*[a-z]+_[a-z_]+\s*(?:\(|$)",
+    r"\b(?:action|tool|function|call)\s*:\s*[a-z]+_[a-z_]+\s*\(|\baction\s+input\s*:|(?:(?m:^)|\n)\s*(?:action|tool|function|call)\s*:\s*[a-z]+_[a-z_]+\s*(?:\(|$)",
     r"\b(?:transfer_funds|withdraw_\w+|send_(?:funds|crypto|transaction|email|payment|eth|btc)|"
     r"execute_(?:trade|transfer|command|code)|os\.system|subprocess\.\w+|shell_exec|run_shell|exec|eval|"
     r"__import__)\s*\(",
@@ -386,11 +404,13 @@ _MD_EN = [
     r"(?:\w+\s+){0,4}?(?:to\s+)?(?:https?://|www\.)\S*[?&]\S*=",
     r"<\s*(?:img|image|iframe|script|object|embed|link|meta|form|svg|video|audio|source|base|frame|frameset|"
     r"applet|style|input|body|html)\b",
-    r"\bon(?:error|load|click|mouseover|focus|begin)\s*=|\bjavascript\s*:|\bdata\s*:\s*text/html|"
-    r"\bsrc\s*=\s*[\"']?(?:https?:)?//|<\s*a\s+[^>]*href\s*=|\bdocument\.cookie\b|\bnavigator\.sendbeacon\b|"
-    r"\bwindow\.location\b|\bfetch\s*\(\s*[\"'`]https?:|new\s+image\s*\(\s*\)\s*\.src|\bxmlhttprequest\b|"
+    r"\bon(?:error|load|click|mouseover|focus|begin)\s*=",
+    r"\bjavascript\s*:|\bdata\s*:\s*text/html",
+    r"\bsrc\s*=\s*[\"']?(?:https?:)?//|<\s*a\s+[^>]*href\s*=",
+    r"\b(?:document\.cookie|navigator\.sendbeacon|window\.location)\b|\bfetch\s*\(\s*[\"'`]https?:|"
+    r"new\s+image\s*\(\s*\)\s*\.src|\bxmlhttprequest\b",
     r"url\(\s*[\"']?https?://[^)]*\?",
-    r"(?:https?://)?(?:[\w-]+\.)*(?:webhook\.site|requestbin\.\w+|pipedream\.net|ngrok(?:-free)?\.(?:io|app|dev)|"
+    r"\b(?:webhook\.site|requestbin\.\w+|pipedream\.net|ngrok(?:-free)?\.(?:io|app|dev)|"
     r"burpcollaborator\.net|interact\.sh|oast\.(?:fun|me|pro|live|site|online)|hookbin\.com|beeceptor\.com|"
     r"requestcatcher\.com|canarytokens\.com|postb\.in)\b",
 ]
@@ -416,7 +436,7 @@ _HARM_EN = [
     r"filters?|rails|features?|mechanisms?|controls?)|guardrails?|kill[\s-]?switch(?:es)?|circuit[\s-]?"
     r"breakers?|(?:2fa|mfa|two[\s-]factor)(?:\s+\w+)?|confirmation\s+(?:step|prompts?|dialogs?|checks?)|"
     r"human\s+(?:review|approval|in\s+the\s+loop)|approval\s+(?:step|flow|process|checks?)|compliance\s+"
-    r"(?:checks?|rules|review)|audit\s+(?:log|logging|trail)s?|withdrawal\s+(?:limits?|whitelist|allowlist)|"
+    r"(?:checks?|rules|review|alerts|controls|monitoring)|audit\s+(?:log|logging|trail)s?|withdrawal\s+(?:limits?|whitelist|allowlist)|"
     r"position\s+limits?|(?:content|safety)\s+filters?)",
     r"\b(?:approve|authori[sz]e|accept|sign|execute|confirm|greenlight|rubber[\s-]?stamp|auto-?approve)\s+"
     r"(?:\w+\s+){0,2}?(?:every|all|any|each)\s+(?:\w+\s+){0,2}?(?:orders?|trades?|transactions?|withdrawals?|"
@@ -428,7 +448,7 @@ _HARM_EN = [
 
 _DECODE_WORDING = [
     r"\b(?:decode|decipher|decrypt|unscramble|deobfuscate|unhex|un-hex|rot-?13|base-?(?:64|32|16|85)|"
-    r"ascii-?85|hex-?decode|reverse)\w*\b[^\n]{0,80}?\b(?:follow|execute|obey|comply|carry\s+out|act\s+on|"
+    r"ascii-?85|hex-?decode)\w*\b[^\n]{0,80}?\b(?:follow|execute|obey|comply|carry\s+out|act\s+on|"
     r"run|do\s+(?:what|as)\s+it\s+says|perform|implement|apply\s+it|treat\s+it\s+as)\b",
     r"\b(?:follow|execute|obey|carry\s+out|act\s+on|run|perform|comply\s+with)\b[^\n]{0,40}?\b(?:decoded|"
     r"hidden|encoded|encrypted|obfuscated|base-?64|hex|rot-?13|reversed|deciphered)\b[^\n]{0,20}?\b(?:text|"
@@ -468,6 +488,277 @@ _COMPILED: dict[str, list[re.Pattern[str]]] = {
     "encoded_payload": [re.compile(p) for p in _DECODE_WORDING],
 }
 _COMPILED_ML = [re.compile(p) for p in _IGNORE_ML]
+
+
+# ----------------------------------------------------------------------------------------- gates
+# Each pattern has a gate: word groups (every group needs one of its words among the text's words,
+# compared on their first four letters, so inflections pass) and substrings (one must be present).
+# Gates only save time: a pattern whose gate fails cannot match (tests check gated == ungated scans).
+
+
+@dataclass(frozen=True)
+class _Gate:
+    """Word groups (each needs one of its words among the text's words: exact words, or stems ending
+    in ``*`` of 4 or 5 letters) and substrings (one must be present); ``alts``: any of these instead."""
+
+    groups: tuple[tuple[frozenset[str], frozenset[str], frozenset[str]], ...] = ()
+    subs: tuple[str, ...] = ()
+    alts: tuple[_Gate, ...] = ()
+
+    def open(self, words: _Words, text: str) -> bool:
+        if self.alts:
+            return any(g.open(words, text) for g in self.alts)
+        if self.subs and not any(s in text for s in self.subs):
+            return False
+        for exact, p4, p5 in self.groups:
+            if exact.isdisjoint(words.exact) and p4.isdisjoint(words.p4) and p5.isdisjoint(words.p5):
+                return False
+        return True
+
+    def __or__(self, other: _Gate) -> _Gate:
+        return _Gate(alts=(self.alts or (self,)) + (other.alts or (other,)))
+
+
+@dataclass(frozen=True)
+class _Words:
+    exact: frozenset[str]
+    p4: frozenset[str]
+    p5: frozenset[str]
+
+
+def _G(*groups: str, subs: tuple[str, ...] = ()) -> _Gate:
+    out = []
+    for g in groups:
+        words = g.split()
+        stems = [w[:-1] for w in words if w.endswith("*")]
+        assert all(len(x) in (4, 5) for x in stems), stems
+        out.append(
+            (
+                frozenset(w for w in words if not w.endswith("*")),
+                frozenset(x for x in stems if len(x) == 4),
+                frozenset(x for x in stems if len(x) == 5),
+            )
+        )
+    return _Gate(tuple(out), subs)
+
+
+_V_IGN = (
+    "ignor* disre* forge* overlook overr* overrule bypas* skip drop discard dismiss abandon neglect nullify void "
+    "cancel revoke rescind erase delete clear wipe scrap purge unlearn reset ditch toss throw escape"
+)
+_V_IGN_CORE = "ignor* disre* forge* overlook overr* overrule bypas* dismiss discard neglect"
+_V_IGN_MULTI = "aside attention heed mind notice longer behind rid yourself free"
+_G_FOLLOW = "follow obey adhere listen comply respect heed"
+_G_OBJ = (
+    "instr* promp* direc* programming preprogramming guard* guide* const* comma* conditioning training alignment "
+    "restr* limitation limitations safeguard safeguards rules policy policies filter filters message messages settings"
+)
+_G_CQ = (
+    "previous previously prior preceding above aforementioned earlier foregoing former following below subsequent "
+    "rest remainder initial original system developer hidden built your"
+)
+_G_AMBIG = (
+    "rule rules context messages message text content data input conversation chat discussion history task tasks "
+    "guidance advice information info statement statements words lines line paragraph paragraphs section sections "
+    "document documents notes note policy policies filter filters setting settings config configuration persona "
+    "role identity setup framework"
+)
+_G_SECRET = (
+    "api apikey apikeys keys key secret private passw* passp* credential credentials seed mnemonic mnemonics "
+    "recovery access tokens token auth authentication session cookies cookie fa otp env environment wallet keystore"
+)
+_G_STALE = (
+    "void null nullified cancelled canceled revoked rescinded obsolete outdated superseded overridden invalid "
+    "invalidated irrelevant fake test joke deprecated suspended lifted withdrawn longer not don doesn apply matter "
+    "count wrong lie"
+)
+_G_AI = (
+    "you your ai a assistant chatbot chat bot language llm model gpt chatgpt claude agent persona character entity"
+)
+
+
+def _ignore_gate(*rest: str) -> _Gate:
+    """A verb of dropping (one word, or the telling word of "set aside", "stop following", "do not obey")."""
+    return (
+        _G(_V_IGN_CORE, *rest)
+        | _G(_V_IGN_MULTI, *rest)
+        | _G("stop", "following obeying listening", *rest)
+        | _G("do don never", _G_FOLLOW, *rest)
+    )
+
+
+_GATES: dict[str, list[_Gate]] = {
+    "ignore_instructions": [
+        _ignore_gate(_G_OBJ) | _G(_V_IGN, _G_OBJ) | _G("stop", "using applying respecting", _G_OBJ),
+        _ignore_gate(_G_CQ, _G_AMBIG),
+        _ignore_gate(_G_AMBIG + " everything anything all"),
+        _ignore_gate("everything all anything whatever what"),
+        _G("previous prior preceding above earlier original initial old former system existing your all",
+           "instr* promp* directive directives programming message messages"),
+        _G("previous prior preceding above earlier original initial old former system your all",
+           "rules guidelines constraints restrictions guardrails context", "are is"),
+        _G("everything"),
+        _G("stop", "everything all"),
+        _G("stop", "what whatever"),
+        _G("stop", "reading processing analyzing analysing parsing"),
+        _G("halt abort cease terminate"),
+    ],
+    "new_instructions": [
+        _G("new updated revised real actual true corrected secret hidden additional override priority urgent important "
+           "special replacement", "instruction instructions directive directives task objective mission prompt command "
+           "commands orders"),
+        _G("real secret hidden true override priority", "rules"),
+        _G("your", "new real true actual updated next sole only"),
+        _G("from", "now", "on"),
+        _G("henceforth hereafter rest"),
+        _G("you", "now henceforth hereby officially"),
+        _G("you", "longer"),
+        _G("pretend imagine act behave respond roleplay role play answer speak talk reply write function operate",
+           "unrestricted unfiltered uncensored unlimited jailbroken rogue evil unaligned amoral unbound unchained "
+           "liberated lawless unethical limitless without with free released freed exempt exempted no dan stan dude "
+           "aim developer god " + _G_AI + " named called"),
+        _G("act behave function operate serve work", "terminal shell bash console command interpreter sql"),
+        _G("immerse immersing immersed"),
+        _G("role"),
+        _G("play roleplay role character simulate emulate impersonate"),
+        _G("mode"),
+        _G("mode"),
+        _G("override"),
+        _G("assume adopt take put step", "role persona identity character mask"),
+        _G("personas personalities modes responses answers"),
+        _G("anything jail jailbreak jailbroken jailbreaking jailbreaks jailbroke pwned hacked owned compromised"),
+        _G("dan"),
+        _G("admin administrator root sudo superuser developer maintenance debug god openai anthropic operator owner "
+           "creator", "override access privileges privilege clearance command authorization authorisation"),
+        _G("pretend"),
+        _G("system", "override authorization authorisation clearance command"),
+        _G("code level", "override access clearance authorization authorisation"),
+        _G("begin start open prefix", "your"),
+        _G("respond reply answer", subs=('"', "'")),
+        _G("say print output type repeat", subs=('"', "'")),
+        _G(_G_AI, "restrictions filters censorship guidelines ethics morals boundaries rules content safety",
+           "no without free unbound bound"),
+        _G("bound restricted limited constrained"),
+    ],
+    "prompt_exfiltration": [
+        _G("reveal print show display repeat output leak dump expose echo recite spell write tell give send provide "
+           "list share disclose paste copy return summarize summarise translate describe state type read reproduce "
+           "quote render what", "promp* preprompt preprompts metaprompt metaprompts instr* directive directives "
+           "programming configuration config window training verbatim conversation chat history messages message "
+           "rules guidelines policies criteria settings text words content everything lines line"),
+        _G("reveal print show display output leak dump expose echo tell give send share disclose list read recite",
+           _G_SECRET),
+        _G("what", "instr* promp* directives guidelines rules initial configuration programming system"),
+        _G("were", "instructed programmed prompted configured told trained set"),
+        _G("repeat print output copy reproduce echo recite dump", "verbatim word wordforword full exactly starting"),
+        _G("what", "written said stated typed"),
+        _G("display show print output dump reveal list",
+           "configuration config settings state variables parameters info information"),
+    ],
+    "role_tag": [
+        _G("system sys assistant user human developer dev admin administrator root instruction instructions inst "
+           "prompt context operator sudo model ai bot im endoftext end start important priority override secret "
+           "hidden command directive jailbreak policy guidelines systemprompt sysprompt", subs=("<",)),
+        _G("s", subs=("<",)),
+        _G(subs=("<|",)),
+        _G("inst sys system"),
+        _G(subs=("[",)),
+        _G("system assistant developer admin", subs=("(",)),
+        _G(subs=("{",)),
+        _G("system assistant developer admin administrator human user ai bot model instruction instructions "
+           "response input"),
+        _G(subs=("#",)),
+        _G("system assistant developer admin administrator human ai user model bot operator root sudo chatgpt "
+           "claude gpt", subs=(":",)),
+        _G("system developer admin administrator assistant operator", subs=(":",)),
+        _G("assistant", subs=(":",)),
+        _G("begin start end", "system admin developer hidden"),
+        _G("begin end", subs=("--",)),
+    ],
+    "tool_call_syntax": [
+        _G(subs=("<",)),
+        _G(subs=("<function", "python_tag", "[")),
+        _G(subs=("```",)),
+        _G(subs=('"',)),
+        _G(subs=("{",)),
+        _G(subs=("{",)),
+        _G("type", subs=('"',)),
+        _G("functions assistant"),
+        _G("action tool function call input", subs=(":",)),
+        _G(subs=("(",)),
+        _G("curl wget sh bash zsh dash rm cat base nc dev"),
+    ],
+    "markdown_exfiltration": [
+        _G(subs=("![",)),
+        _G(subs=("![",)),
+        _G(subs=("//",)),
+        _G(subs=("://",)),
+        _G(subs=("](",)),
+        _G("append add include insert put encode embed attach concatenate substitute replace fill url",
+           "url link query parameter param image endpoint webhook address"),
+        _G("url link query", "append add include insert put"),
+        _G("send post fetch request ping call upload exfiltrate transmit beacon forward submit report",
+           subs=("http", "www.")),
+        _G("img image iframe script object embed link meta form svg video audio source base frame frameset applet "
+           "style input body html", subs=("<",)),
+        _G("onerror onload onclick onmouseover onfocus onbegin", subs=("=",)),
+        _G("javascript html"),
+        _G("src href"),
+        _G("document navigator window fetch image xmlhttprequest"),
+        _G(subs=("url(",)),
+        _G("webhook requestbin pipedream ngrok burpcollaborator interact oast hookbin beeceptor requestcatcher "
+           "canarytokens postb"),
+    ],
+    "harmful_action": [
+        _G("transfer send withdraw move wire sweep drain bridge forward remit pay empty", "to into toward towards"),
+        _G("send transfer withdraw wire sweep drain", "to"),
+        _G("disable deactivate bypass skip remove circumvent suppress silence defeat kill neutralize neutralise off "
+           "around", "risk safety guardrail guardrails kill killswitch circuit fa mfa two confirmation human approval "
+           "compliance audit withdrawal position content"),
+        _G("approve authorize authorise accept sign execute confirm greenlight rubber auto autoapprove",
+           "every all any each"),
+        _G("send email e mail post upload forward leak exfiltrate transmit paste dm message text", _G_SECRET),
+    ],
+    "encoded_payload": [
+        _G("decode decoded decoding decodes decipher deciphered decrypt decrypted unscramble deobfuscate unhex un rot "
+           "base ascii hex hexdecode", "follow execute obey comply carry act run do perform implement apply treat"),
+        _G("follow execute obey carry act run perform comply",
+           "decoded hidden encoded encrypted obfuscated base hex rot reversed deciphered"),
+        _G("translate convert read interpret", "base hex hexadecimal rot ascii binary morse leet leetspeak"),
+        _G("following below this next", "base hex rot ascii encoded encrypted obfuscated"),
+    ],
+}
+for _family, _gates in _GATES.items():
+    assert len(_gates) == len(_COMPILED[_family]), _family
+# inverted index: a word of the text -> the patterns whose gate it may open (the first word group of each
+# alternative is indexed; patterns gated by substrings only are always candidates)
+_PATTERN_LIST: list[tuple[str, re.Pattern[str], _Gate]] = [
+    (family, pattern, gate)
+    for family in _COMPILED
+    for pattern, gate in zip(_COMPILED[family], _GATES[family], strict=True)
+]
+_BY_EXACT: dict[str, set[int]] = {}
+_BY_P4: dict[str, set[int]] = {}
+_BY_P5: dict[str, set[int]] = {}
+_ALWAYS: set[int] = set()
+for _pid, (_f, _p, _gate) in enumerate(_PATTERN_LIST):
+    for _alt in _gate.alts or (_gate,):
+        if not _alt.groups:
+            _ALWAYS.add(_pid)
+            continue
+        _exact, _p4, _p5 = _alt.groups[0]
+        for _index, _keys in ((_BY_EXACT, _exact), (_BY_P4, _p4), (_BY_P5, _p5)):
+            for _k in _keys:
+                _index.setdefault(_k, set()).add(_pid)
+_ML_GATE = _G("ignor* olvid* desca* descarte omite omita sigas desco* oubli* negli* tiens tient suis vergi* verge* "
+              "missa* uberg* ubers* dimen* trasc* esque*")
+_TOKEN_RE = re.compile(r"[^\W\d_]+")
+_USE_GATES = True  # tests switch gates off to check they never hide a match
+
+
+def _prefixes(text: str) -> _Words:
+    tokens = frozenset(_TOKEN_RE.findall(text))
+    return _Words(tokens, frozenset(w[:4] for w in tokens), frozenset(w[:5] for w in tokens))
 # families whose matches do not count right after a negation ("never reveal your system prompt")
 _NEGATABLE = frozenset({"ignore_instructions", "prompt_exfiltration", "harmful_action"})
 _NEG_BEFORE = re.compile(rf"\b{_NEG}\s+(?:ever\s+|to\s+|even\s+|just\s+)?$")
@@ -565,6 +856,7 @@ _PUNCT = str.maketrans(
         "։": ":",
     }
 )
+_BLANK_FILLERS = frozenset([0x115F, 0x1160, 0x2800, 0x3164, 0xFFA0, 0x180E])
 _INVISIBLE_EXTRA = frozenset(
     [0x034F, 0x115F, 0x1160, 0x17B4, 0x17B5, 0x180B, 0x180C, 0x180D, 0x180E, 0x180F, 0x2800, 0x3164, 0xFFA0]
 )
@@ -625,7 +917,11 @@ def _fold_char(ch: str) -> tuple[str, str, str]:
     diacritics; the same with confusables folded to Latin."""
     visible = unicodedata.normalize("NFKC", ch).translate(_PUNCT)
     low = visible.lower()
-    plain = "".join(c for c in unicodedata.normalize("NFD", low) if unicodedata.category(c) not in ("Mn", "Me"))
+    decomposed = unicodedata.normalize("NFD", low)
+    if decomposed and ord(decomposed[0]) < 0x0530:  # Latin, Greek, Cyrillic: drop diacritics
+        plain = "".join(c for c in decomposed if unicodedata.category(c) not in ("Mn", "Me"))
+    else:  # other scripts keep their marks (Japanese dakuten, Indic vowel signs)
+        plain = low
     plain = unicodedata.normalize("NFC", plain)
     folded = "".join(_CONFUSABLES.get(c, c) for c in plain)
     if len(folded) != len(plain):  # keep plain and folded aligned char for char
@@ -673,6 +969,12 @@ def _normalise(text: str) -> _Normalised:
                     hidden[-1] = (hidden[-1][0], i + 1)
                 else:
                     hidden.append((i, i + 1))
+            if ord(ch) in _BLANK_FILLERS:  # rendered as a blank: it separates words
+                vis.append(" ")
+                vis_idx.append(i)
+                plain.append(" ")
+                folded.append(" ")
+                idx.append(i)
             continue
         if ch.isascii():
             v, p, f = ch, ch.lower(), ch.lower()
@@ -707,7 +1009,6 @@ _INNER_SEP_RE = re.compile(r"(?<=[a-z])[.\-_*|~^'·•]+(?=[a-z])")
 _LEET = {"0": "o", "1": "i", "3": "e", "4": "a", "5": "s", "7": "t", "8": "b", "9": "g", "@": "a", "$": "s", "!": "i", "|": "l", "+": "t", "€": "e"}
 _LEET_TOKEN_RE = re.compile(r"[a-z0-9@$!|+€]*[a-z][a-z0-9@$!|+€]*")
 _LEET_CHARS = frozenset(_LEET)
-_SHORT_NUMERIC_RE = re.compile(r"\d+[a-z]{0,3}|[a-z]{1,6}\d+|\d+[a-z]{1,3}\d+")
 
 
 def _delete(view: _View, mask: list[bool]) -> _View:
@@ -718,18 +1019,31 @@ def _delete(view: _View, mask: list[bool]) -> _View:
 
 
 def _despaced(view: _View) -> _View | None:
+    """Letter-spaced runs joined (``i g n o r e  a l l`` -> ``ignore all``: the separator used between
+    letters is dropped, any other gap becomes one space) and separators inside words dropped."""
     text = view.text
     if not (_SPACED_RE.search(text) or _INNER_SEP_RE.search(text)):
         return None
+    chars = list(text)
     mask = [False] * len(text)
     for m in _SPACED_RE.finditer(text):
-        for j in range(m.start(), m.end()):
-            if not text[j].isalpha():
+        seps = [(g.start(), g.end()) for g in re.finditer(r"[^a-z]+", m.group(0))]
+        counts: dict[str, int] = {}
+        for a, b in seps:
+            counts[m.group(0)[a:b]] = counts.get(m.group(0)[a:b], 0) + 1
+        letter_sep = max(counts, key=lambda k: (counts[k], -len(k)))
+        for a, b in seps:
+            a, b = a + m.start(), b + m.start()
+            keep_space = text[a:b] != letter_sep
+            for j in range(a, b):
                 mask[j] = True
+            if keep_space:
+                mask[a] = False
+                chars[a] = " "
     for m in _INNER_SEP_RE.finditer(text):
         for j in range(m.start(), m.end()):
             mask[j] = True
-    return _delete(view, mask)
+    return _delete(_View("".join(chars), view.index), mask)
 
 
 def _leet(view: _View, one: str) -> _View | None:
@@ -738,7 +1052,7 @@ def _leet(view: _View, one: str) -> _View | None:
     changed = False
     for m in _LEET_TOKEN_RE.finditer(text):
         tok = m.group(0)
-        if not (_LEET_CHARS & set(tok)) or _SHORT_NUMERIC_RE.fullmatch(tok):
+        if not (_LEET_CHARS & set(tok)):
             continue
         for j in range(m.start(), m.end()):
             c = text[j]
@@ -774,6 +1088,9 @@ _B85_RE = re.compile(r"(?<![0-9A-Za-z!#$%&()*+\-;<=>?@^_`{|}~])[0-9A-Za-z!#$%&()
 _PCT_RE = re.compile(r"(?:%[0-9a-fA-F]{2}|[\w.~+-])*%[0-9a-fA-F]{2}(?:%[0-9a-fA-F]{2}|[\w.~+-])*")
 _UESC_RE = re.compile(r"\\u[0-9a-fA-F]{4}|\\x[0-9a-fA-F]{2}|\\U[0-9a-fA-F]{8}")
 _ENTITY_RE = re.compile(r"&#x?[0-9a-fA-F]+;|&[a-zA-Z]{2,8};")
+_RUN_RE = re.compile(r"\S{16,}")
+_DIGIT_RE = re.compile(r"\d")
+_HEXSEP_GATE = re.compile(r"(?<![0-9A-Za-z])(?:[0-9a-fA-F]{2}[\s,:-]){7}[0-9a-fA-F]{2}(?![0-9A-Za-z])")
 _MORSE_RE = re.compile(r"(?<![.\-\w])(?:[.\-]{1,6}(?:[ ]{1,3}|\s*/\s*)){6,}[.\-]{1,6}(?![.\-\w])")
 _MORSE = {
     ".-": "a", "-...": "b", "-.-.": "c", "-..": "d", ".": "e", "..-.": "f", "--.": "g", "....": "h",
@@ -825,63 +1142,71 @@ def _decodings(view: _View) -> Iterable[tuple[int, int, str, str]]:
             seen.add((start, end, enc))
             yield start, end, enc, decoded
 
-    for m in _B64_RE.finditer(text):
-        yield from emit(*m.span(), "base64", _b64(m.group(0), urlsafe=False))
-    for m in _B64URL_RE.finditer(text):
-        yield from emit(*m.span(), "base64", _b64(m.group(0), urlsafe=True))
-    for m in _B32_RE.finditer(text):
-        s = m.group(0).upper().rstrip("=")
+    runs = [(m.start(), m.group(0)) for m in _RUN_RE.finditer(text)]
+
+    def matches(regex: re.Pattern[str], whole: bool = False) -> Iterable[tuple[int, int, str]]:
+        if whole:
+            for m in regex.finditer(text):
+                yield m.start(), m.end(), m.group(0)
+            return
+        for offset, run in runs:
+            for m in regex.finditer(run):
+                yield offset + m.start(), offset + m.end(), m.group(0)
+
+    multiline = bool(runs) and "\n" in text
+    for start, end, tok in matches(_B64_RE, whole=multiline):
+        yield from emit(start, end, "base64", _b64(tok, urlsafe=False))
+    for start, end, tok in matches(_B64URL_RE):
+        yield from emit(start, end, "base64", _b64(tok, urlsafe=True))
+    for start, end, tok in matches(_B32_RE):
+        s = tok.upper().rstrip("=")
         s += "=" * (-len(s) % 8)
         try:
             raw = base64.b32decode(s)
         except (binascii.Error, ValueError):
             raw = None
-        yield from emit(*m.span(), "base32", raw)
-    for m in _HEX_RE.finditer(text):
-        digits = re.sub(r"0x|\\x|[\s,:-]", "", m.group(0))
+        yield from emit(start, end, "base32", raw)
+    spaced_hex = "\\x" in text or "0x" in text or _HEXSEP_GATE.search(text) is not None
+    for start, end, tok in matches(_HEX_RE, whole=spaced_hex):
+        digits = re.sub(r"0x|\\x|[\s,:-]", "", tok)
         if len(digits) % 2 or not re.fullmatch(r"[0-9a-fA-F]+", digits):
             continue
-        yield from emit(*m.span(), "base16", bytes.fromhex(digits))
-    for m in _BIN_RE.finditer(text):
-        bits = re.findall(r"[01]{8}", m.group(0))
-        yield from emit(*m.span(), "binary", bytes(int(b, 2) for b in bits))
-    for m in _CHARCODE_RE.finditer(text):
-        codes = [int(x) for x in re.findall(r"\d+", m.group(0))]
-        yield from emit(*m.span(), "charcodes", bytes(codes))
-    for m in _A85_ADOBE_RE.finditer(text):
+        yield from emit(start, end, "base16", bytes.fromhex(digits))
+    if text.count("01") >= 8:
+        for m in _BIN_RE.finditer(text):
+            bits = re.findall(r"[01]{8}", m.group(0))
+            yield from emit(*m.span(), "binary", bytes(int(b, 2) for b in bits))
+    if len(_DIGIT_RE.findall(text)) >= 12:
+        for m in _CHARCODE_RE.finditer(text):
+            codes = [int(x) for x in re.findall(r"\d+", m.group(0))]
+            yield from emit(*m.span(), "charcodes", bytes(codes))
+    for m in (_A85_ADOBE_RE.finditer(text) if "<~" in text else ()):
         try:
             raw = base64.a85decode(m.group(0), adobe=True, ignorechars=" \t\n\r\x0b")
         except (ValueError, binascii.Error):
             raw = None
         yield from emit(*m.span(), "ascii85", raw)
-    for m in _A85_RE.finditer(text):
-        tok = m.group(0)
-        if sum(1 for c in tok if not c.isalnum()) < 2:
-            continue
-        try:
-            raw = base64.a85decode(tok)
-        except (ValueError, binascii.Error):
-            raw = None
-        yield from emit(*m.span(), "ascii85", raw)
-    for m in _B85_RE.finditer(text):
-        tok = m.group(0)
-        if sum(1 for c in tok if not c.isalnum()) < 2:
-            continue
-        try:
-            raw = base64.b85decode(tok)
-        except (ValueError, binascii.Error):
-            raw = None
-        yield from emit(*m.span(), "base85", raw)
+    for regex, enc, decode in ((_A85_RE, "ascii85", base64.a85decode), (_B85_RE, "base85", base64.b85decode)):
+        for start, end, tok in matches(regex):
+            if sum(1 for c in tok if not c.isalnum() and c not in "_-") < 2:
+                continue
+            prefix = re.match(r"[A-Za-z_]{1,12}[=:]", tok)
+            for offset in (0, prefix.end()) if prefix else (0,):
+                try:
+                    raw = decode(tok[offset:])
+                except (ValueError, binascii.Error):
+                    continue
+                yield from emit(start + offset, end, enc, raw)
     if text.count("%") >= 3:
         for m in _PCT_RE.finditer(text):
             if m.group(0).count("%") >= 3:
                 yield from emit(*m.span(), "url_encoding", urllib.parse.unquote_plus(m.group(0)).encode())
-    if len(_UESC_RE.findall(text)) >= 3:
+    if "\\" in text and len(_UESC_RE.findall(text)) >= 3:
         decoded = _UESC_RE.sub(lambda m: chr(int(m.group(0)[2:], 16)), text)
         yield from emit(0, len(text), "unicode_escapes", decoded.encode("utf-8", "replace"))
-    if len(_ENTITY_RE.findall(text)) >= 2:
+    if "&" in text and len(_ENTITY_RE.findall(text)) >= 2:
         yield from emit(0, len(text), "html_entities", html.unescape(text).encode("utf-8", "replace"))
-    for m in _MORSE_RE.finditer(text):
+    for m in _MORSE_RE.finditer(text) if text.count(".-") + text.count("-.") >= 4 else ():
         words = re.split(r"\s*/\s*|\s{3,}", m.group(0).strip())
         decoded = " ".join("".join(_MORSE.get(c, "") for c in w.split()) for w in words)
         yield from emit(*m.span(), "morse", decoded.encode())
@@ -968,6 +1293,37 @@ class InjectionReport:
 # ---------------------------------------------------------------------------------------- scan
 
 _MAX_DEPTH = 2
+_ENCODED_VIEWS = frozenset({"rot13", "reversed", "leetspeak"})
+# words whose rot13 / reversed form in a text means that view is worth reading
+_VIEW_KEYWORDS = (
+    "ignore disregard forget override bypass instructions instruction prompt system reveal developer pretend "
+    "jailbreak previous guidance assistant transfer secret password verbatim initial hidden immerse unrestricted "
+    "print repeat directives guidelines everything above prior"
+).split()
+_ROT13_KEYS = frozenset(codecs.encode(w, "rot13") for w in _VIEW_KEYWORDS)
+_REVERSED_KEYS = frozenset(w[::-1] for w in _VIEW_KEYWORDS)
+# a leet character inside a word (``pr0mpt``), opening one (``1gnore``) or closing one (``th3``)
+_LEET_TRIGGER_RE = re.compile(
+    r"[0-9@$!|+€](?:(?<=[a-z][0-9@$!|+€])[0-9@$!|+€]*[a-z]|(?<![a-z0-9][0-9@$!|+€])[a-z]{2}|"
+    r"(?<=[a-z]{2}[3@$!])(?![0-9a-z]))"
+)
+_SPLIT_SEP = r"[-_*.|~^·•+ ]{1,3}"
+_OBFUSCATED_RE = re.compile(
+    r"(?<![a-z])(?:"
+    + "|".join(
+        f"(?:{re.escape(w[0])}" + "".join(f"(?:{_SPLIT_SEP})?{re.escape(c)}" for c in w[1:]) + ")"
+        for w in sorted(set(_VIEW_KEYWORDS + "follow learned before mode developer reveal you dan".split()), key=len, reverse=True)
+    )
+    + r")"
+)
+
+
+def _obfuscated_keyword(text: str) -> bool:
+    """Whether a keyword appears split by separators (``ig-nore``, ``i g n o r e``, ``s.y.s.t.e.m``)."""
+    for m in _OBFUSCATED_RE.finditer(text):
+        if not m.group(0).isalpha():
+            return True
+    return False
 _MAX_LEN = 20000
 
 
@@ -977,18 +1333,30 @@ def _negated(view_text: str, start: int, family: str, match: str) -> bool:
     return _NEG_BEFORE.search(view_text, max(0, start - 40), start) is not None
 
 
-def _match_view(view: _View, form: str, families: Iterable[str]) -> list[tuple[str, int, int, str]]:
-    """(family, view start, view end, form) for every intent match in ``view``."""
+def _candidates(words: _Words) -> list[int]:
+    cand = set(_ALWAYS)
+    for index, keys in ((_BY_EXACT, words.exact), (_BY_P4, words.p4), (_BY_P5, words.p5)):
+        for k in keys:
+            hit = index.get(k)
+            if hit:
+                cand |= hit
+    return sorted(cand)
+
+
+def _match_view(text: str, form: str, words: _Words | None = None) -> list[tuple[str, int, int, str]]:
+    """(family, start, end, form) for every intent match in the view ``text``."""
     out = []
-    text = view.text
-    for family in families:
-        for pattern in _COMPILED[family]:
-            for m in pattern.finditer(text):
-                if m.end() == m.start():
-                    continue
-                if _negated(text, m.start(), family, m.group(0)):
-                    continue
-                out.append((family, m.start(), m.end(), form))
+    if _USE_GATES:
+        words = words or _prefixes(text)
+        pids = [pid for pid in _candidates(words) if _PATTERN_LIST[pid][2].open(words, text)]
+    else:
+        pids = list(range(len(_PATTERN_LIST)))
+    for pid in pids:
+        family, pattern, _gate = _PATTERN_LIST[pid]
+        for m in pattern.finditer(text):
+            if m.end() == m.start() or _negated(text, m.start(), family, m.group(0)):
+                continue
+            out.append((family, m.start(), m.end(), form))
     return out
 
 
@@ -1051,32 +1419,48 @@ def _scan_string(text: str, field: str, depth: int = 0, via: str = "") -> list[I
         add("homoglyph", start, end, "text")
 
     folded = norm.folded
+    ftext = folded.text
     views: list[tuple[_View, str]] = [(folded, "text")]
-    despaced = _despaced(folded)
-    if despaced is not None:
-        views.append((despaced, "despaced"))
-    for one in ("i", "l"):
-        leet = _leet(folded, one)
-        if leet is not None and (one == "i" or "1" in folded.text):
-            views.append((leet, "leetspeak"))
-    views.append((_rot13(folded), "rot13"))
-    views.append((_reversed(folded), "reversed"))
+    if not _USE_GATES or _obfuscated_keyword(ftext):
+        despaced = _despaced(folded)
+        if despaced is not None:
+            views.append((despaced, "despaced"))
+    if not _USE_GATES or _LEET_TRIGGER_RE.search(ftext):
+        for one in ("i", "l"):
+            leet = _leet(folded, one)
+            if leet is not None and (one == "i" or "1" in ftext):
+                views.append((leet, "leetspeak"))
+    fwords = _prefixes(ftext)
+    if not _USE_GATES or not fwords.exact.isdisjoint(_ROT13_KEYS):
+        views.append((_rot13(folded), "rot13"))
+    if not _USE_GATES or not fwords.exact.isdisjoint(_REVERSED_KEYS):
+        views.append((_reversed(folded), "reversed"))
 
+    plain_spans: dict[str, list[tuple[int, int]]] = {}
     for view, form in views:
-        for family, s, e, f in _match_view(view, form, _INTENT):
+        for family, s, e, f in _match_view(view.text, form, fwords if view is folded else None):
             start, end = view.span(s, e)
+            if form == "text":
+                plain_spans.setdefault(family, []).append((start, end))
+            elif any(a < end and start < b for a, b in plain_spans.get(family, ())):
+                continue  # the same finding, already seen as written
             if f == "text" and text[start:end].lower() != view.text[s:e]:
                 f = "normalised"
-            add(family, start, end, f)
-    for pattern in _COMPILED_ML:
+            add(family, start, end, f, view.text[s:e] if f in _ENCODED_VIEWS else None)
+            if f in _ENCODED_VIEWS:
+                add("encoded_payload", start, end, f, view.text[s:e])
+    ml = _COMPILED_ML if (not _USE_GATES or not text.isascii() or _ML_GATE.open(fwords, ftext)) else ()
+    for pattern in ml:
         for m in pattern.finditer(norm.plain.text):
+            if _NEG_BEFORE.search(norm.plain.text, max(0, m.start() - 40), m.start()):
+                continue
             start, end = norm.plain.span(*m.span())
             add("ignore_instructions", start, end, "text" if text[start:end].lower() == m.group(0) else "normalised")
 
     if depth < _MAX_DEPTH:
-        decodings = [
-            (*norm.visible.span(s, e), enc, dec) for s, e, enc, dec in _decodings(norm.visible)
-        ] + list(_smuggled(text))
+        decodings = [(*norm.visible.span(s, e), enc, dec) for s, e, enc, dec in _decodings(norm.visible)]
+        if not text.isascii():
+            decodings += list(_smuggled(text))
         for start, end, enc, decoded in decodings:
             inner = _scan_string(decoded, field, depth + 1)
             intent = [h for h in inner if h.family not in ("hidden_unicode", "homoglyph") or enc == "tag_characters"]
