@@ -111,7 +111,8 @@ _QUAL = (
     r"(?:previous(?:ly)?|prior|preceding|above|above-mentioned|aforementioned|earlier|before|former|"
     r"foregoing|following|below|subsequent|later|remaining|rest\s+of|remainder\s+of|initial|original|"
     r"old|existing|current|given|provided|supplied|system|developer|built-?in|hidden|all|any|every|each|"
-    r"your|my|these|those|the|this|that|such|other|of|and|or|\d+|one|two|three|four|five|ten|last|first|"
+    r"your|my|its|their|our|his|her|these|those|the|this|that|such|other|of|and|or|\d+|one|two|three|four|five|"
+    r"ten|last|first|"
     r"few|many|several|safety|default|standard|core|base|pre-?set|pre-?defined|whatever|security|"
     r"ethical|moral|content|openai|anthropic|prompt|user|earlier|so-called|stated|written|above-stated)"
 )
@@ -123,7 +124,7 @@ _VERB_IGNORE = (
     r"stop\s+(?:following|obeying|listening\s+to|using|applying|respecting)|"
     r"no\s+longer\s+(?:follow|obey|apply|adhere\s+to|respect)|"
     r"(?:do\s+not|don'?t|never|stop\s+to)\s+(?:follow|obey|adhere\s+to|listen\s+to|comply\s+with|"
-    r"respect|heed)|leave\s+behind|get\s+rid\s+of|free\s+yourself\s+(?:from|of)|break\s+free\s+(?:from|of)|"
+    r"respect|heed|pay\s+(?:any\s+)?attention\s+to)|never\s+mind|leave\s+behind|get\s+rid\s+of|free\s+yourself\s+(?:from|of)|break\s+free\s+(?:from|of)|"
     r"escape(?:\s+from)?)"
 )
 _VERB_IGNORE_CORE = (
@@ -131,7 +132,7 @@ _VERB_IGNORE_CORE = (
     r"discard|neglect|set\s+aside|put\s+aside|pay\s+no\s+(?:attention|heed|mind)\s+to|"
     r"take\s+no\s+notice\s+of|stop\s+(?:following|obeying|listening\s+to)|"
     r"no\s+longer\s+(?:follow|obey|adhere\s+to)|(?:do\s+not|don'?t|never)\s+(?:follow|obey|adhere\s+to|"
-    r"listen\s+to|comply\s+with|heed))"
+    r"listen\s+to|comply\s+with|heed|pay\s+(?:any\s+)?attention\s+to|care\s+about)|never\s+mind|scratch|skip|erase)"
 )
 _STRONG_OBJ = (
     r"(?:instructions?|instruction\s+set|prompts?|directives?|programming|pre-?programming|guardrails?|"
@@ -162,26 +163,47 @@ _POST_CQ = (
 _NEG = r"(?:do\s+not|don'?t|never|must\s+not|mustn'?t|should\s+not|shouldn'?t|cannot|can'?t|won'?t|not|no\s+need\s+to)"
 
 _IGNORE_EN = [
-    # A: verb + qualifiers + an object that only means the model's instructions
-    rf"\b{_VERB_IGNORE}{_S}(?:{_QUAL}{_S}){{0,6}}{_STRONG_OBJ}",
+    # A: verb + qualifiers + an object that only means the model's instructions (bare "ignore instructions to
+    # chase" names someone else's instructions)
+    rf"\b{_VERB_IGNORE}{_S}(?:{_QUAL}{_S}){{1,6}}{_STRONG_OBJ}|\b{_VERB_IGNORE}{_S}{_STRONG_OBJ}"
+    r"(?!\s+(?:to|from|about|on|for|regarding|of)\b)",
     # B: verb + a conversational qualifier + an ambiguous object ("the above guidance")
     rf"\b{_VERB_IGNORE_CORE}{_S}(?:{_QUAL}{_S}){{0,4}}{_CQ}{_S}(?:{_QUAL}{_S}){{0,3}}{_AMBIG_OBJ}",
+    # B': verb + up to three other words + conversational qualifier + object ("erase your memory of the previous rules")
+    rf"\b{_VERB_IGNORE_CORE}{_S}(?:[\w'-]+{_S}){{1,3}}?(?:{_QUAL}{_S}){{0,2}}{_CQ}{_S}(?:{_QUAL}{_S}){{0,2}}(?:{_AMBIG_OBJ}|{_STRONG_OBJ})",
+    # E: "set your earlier guidance aside / to one side", "throw the previous rules out"
+    rf"\b(?:set|put|push|cast|toss|throw|leave|lay|sweep)\s+(?:{_QUAL}{_S}){{0,3}}(?:{_CQ}{_S}(?:{_QUAL}{_S}){{0,2}}"
+    rf"(?:{_AMBIG_OBJ}|{_STRONG_OBJ})|{_STRONG_OBJ}|rulebook)\s+(?:aside|to\s+(?:one|the)\s+side|out|away|behind)\b",
+    # F: "throw out the rulebook you were handed"
+    rf"\b{_VERB_IGNORE}{_S}(?:{_QUAL}{_S}){{0,3}}(?:rulebook|rules|guidelines|script|instructions|orders|directions|"
+    r"guidance)\s+(?:that\s+)?you\s+(?:were|have\s+been|had\s+been)\s+(?:given|handed|told|provided|assigned|issued)\b",
     # B2: verb + ambiguous object + a qualifier after it ("ignore the rules above")
     rf"\b{_VERB_IGNORE_CORE}{_S}(?:{_QUAL}{_S}){{0,4}}(?:{_AMBIG_OBJ}|everything|anything|all){_S}"
-    rf"(?:(?:that|which|what)\s+(?:was|were|is|are|came|comes|appears?)\s+)?(?:written\s+|said\s+|stated\s+|"
+    rf"(?:(?:that|which|what)\s+)?(?:(?:was|were|is|are|came|comes|appears?|appeared)\s+)?(?:written\s+|said\s+|stated\s+|"
     rf"given\s+|mentioned\s+)?{_POST_CQ}",
     # D: "forget everything you learned before"
     rf"\b{_VERB_IGNORE_CORE}{_S}(?:about\s+)?(?:everything|all|anything|whatever|what)(?:\s+else)?\s+"
     r"(?:(?:that|which)\s+)?(?:you(?:'ve|\s+have|\s+had|\s+were|\s+'ve)?\s+(?:learned|learnt|been\s+told|"
     r"were\s+told|read|seen|heard|been\s+taught|were\s+taught|been\s+given|were\s+given|been\s+trained|"
     r"were\s+trained)|(?:i|we)\s+(?:said|told|wrote|gave|asked|mentioned|sent)|"
-    r"(?:was\s+|were\s+)(?:said|written|stated|mentioned|told|given))",
+    r"(?:was\s+|were\s+)(?:said|written|stated|mentioned|told|given)|(?:came|comes|appeared|appears|went)\s+"
+    r"(?:before|above|earlier|previously|prior)|(?:above|before|so\s+far|until\s+now|up\s+to\s+now)\b)",
+    # C': "the instructions you received earlier were a mistake", "whatever you were told before no longer counts"
+    r"\b(?:(?:the|your|all|any|those|these)\s+)?(?:instructions?|prompts?|directives?|directions|programming|system\s+prompt|"
+    r"guidelines|rules)\s+(?:that\s+|which\s+)?you\s+(?:\w+\s+){0,2}?(?:received|were\s+given|got|have\s+been\s+given|"
+    r"were\s+told|read|saw)\b[^.;\n]{0,40}?\b(?:were|was|are|is|have\s+been|has\s+been)\s+(?:\w+\s+){0,2}?(?:a\s+mistake|"
+    r"mistaken|wrong|void|null|fake|a\s+test|cancel+ed|revoked|withdrawn|expired|obsolete|outdated|superseded|invalid|"
+    r"irrelevant)\b",
+    r"\b(?:whatever|everything|anything|all)\s+(?:that\s+)?(?:you\s+(?:were|have\s+been|had\s+been)\s+(?:told|given|"
+    r"taught|instructed)|(?:i|we)\s+(?:said|told\s+you|wrote))\b[^.;\n]{0,40}?\b(?:no\s+longer\s+(?:counts?|applies|"
+    r"apply|matters?|holds?|stands?)|(?:is|was|are|were)\s+(?:now\s+)?(?:void|null|cancel+ed|irrelevant|a\s+mistake|"
+    r"wrong|fake|a\s+test|obsolete|withdrawn)|(?:doesn'?t|does\s+not|don'?t|do\s+not)\s+(?:count|apply|matter))\b",
     # C: "the previous instructions are void"
     r"\b(?:previous|prior|preceding|above|earlier|original|initial|old|former|system|existing|your|all)\s+"
-    r"(?:\w+\s+){0,2}?(?:instructions?|prompts?|directives?|programming|system\s+prompt|messages?)\s+"
+    r"(?:\w+\s+){0,2}?(?:instructions?|prompts?|directives?|directions|programming|system\s+prompt|messages?)\s+"
     r"(?:\w+\s+){0,3}?(?:void|null|nullified|cancel+ed|revoked|rescinded|obsolete|outdated|superseded|"
     r"overridden|invalid|invalidated|irrelevant|fake|a\s+test|a\s+joke|deprecated|suspended|lifted|"
-    r"withdrawn|no\s+longer\s+(?:valid|apply|applicable|in\s+effect|relevant|binding|matter)|"
+    r"withdrawn|expired|a\s+mistake|mistaken|no\s+longer\s+(?:valid|apply|applicable|in\s+effect|relevant|binding|matter)|"
     r"(?:do|does)\s+not\s+(?:apply|matter|count)|(?:don'?t|doesn'?t)\s+(?:apply|matter|count))\b",
     r"\b(?:previous|prior|preceding|above|earlier|original|initial|old|former|system|your|all)\s+(?:\w+\s+){0,2}?"
     r"(?:rules|guidelines|constraints|restrictions|guardrails|context)\s+(?:are|is)\s+(?:now\s+|hereby\s+)?"
@@ -200,13 +222,13 @@ _IGNORE_EN = [
 ]
 _IGNORE_ML = [  # matched on the normalised text without confusable folding (other scripts intact)
     r"(?:忽略|无视|忽视|忘记|忘掉|不要理会|不理会|跳过|放弃|無視|忽略掉)[\s\S]{0,12}?(?:指令|指示|提示|说明|規則|规则|设定|命令|要求|設定)",
-    r"(?:指示|命令|プロンプト|ルール|指令)を?(?:すべて|全て)?(?:無視|忘れ)",
+    r"(?:指示|命令|プロンプト|ルール|指令|設定)[をはもの]?(?:[^\s。、]{0,6}?)(?:無視|忘れ)",
     r"(?:지시|명령|지침|프롬프트|규칙)[을를]?\s*(?:모두\s*)?(?:무시|잊어)",
     r"\b(?:ignora|ignore|ignorar|ignoren|olvida|olvide|olviden|olvidar|descarta|descarte|omite|omita|"
     r"no\s+sigas|desconsidera|desconsidere)\s+(?:\w+\s+){0,4}?(?:instrucciones|indicaciones|directrices|"
     r"ordenes|reglas\s+(?:anteriores|previas)|instruccion)",
     r"\b(?:ignore[zr]?|oublie[zr]?|neglige[zr]?|ne\s+tiens?\s+pas\s+compte\s+des?|ne\s+suis\s+pas)\s+"
-    r"(?:\w+\s+){0,4}?(?:instructions|consignes|directives|regles\s+(?:precedentes|anterieures)|indications)",
+    r"(?:les|toutes|tous|vos|tes|ces|des|la|le|mes|nos)\s+(?:\w+\s+){0,3}?(?:instructions|consignes|directives|regles\s+(?:precedentes|anterieures)|indications)",
     r"\b(?:ignoriere|ignorieren|ignorier|vergiss|vergessen|missachte|ubergehe|uberspringe)\s+(?:\w+\s+){0,4}?"
     r"(?:anweisungen|anweisung|befehle|vorgaben|instruktionen|regeln|richtlinien)",
     r"\b(?:ignora|dimentica|trascura|ignorate|dimenticate)\s+(?:\w+\s+){0,4}?(?:istruzioni|indicazioni|"
@@ -239,9 +261,9 @@ _NEW_EN = [
     r"speak|obey|follow\s+(?:my|these|only))\b",
     r"\b(?:henceforth|hereafter|for\s+the\s+rest\s+of\s+(?:this|the|our)\s+(?:conversation|session|chat))"
     r"[^.\n]{0,30}?\byou\b",
-    rf"\byou\s+are\s+(?:now|henceforth|hereby|officially)\s+(?:[\w',:;-]+\s+){{0,3}}?(?:{_JB_ADJ}|{_AI}|free|"
+    rf"\byou(?:\s+are|'re|\s+r)\s+(?:now|henceforth|hereby|officially)\s+(?:[\w',:;-]+\s+){{0,3}}?(?:{_JB_ADJ}|{_AI}|free|"
     r"in\s+(?:\w+\s+)?mode|my\s+\w+|an?\s+(?:\w+\s+){0,2}?(?:ai|assistant|bot|model|hacker|persona|character))\b",
-    r"\byou\s+are\s+no\s+longer\s+(?:\w+\s+){0,3}?(?:an?\s+)?(?:ai|assistant|bound|restricted|limited|claude|"
+    r"\byou(?:\s+are|'re)\s+no\s+longer\s+(?:\w+\s+){0,3}?(?:an?\s+)?(?:ai|assistant|bound|restricted|limited|claude|"
     r"chatgpt|model|required|subject|obliged|constrained|an\s+ai)\b",
     rf"\b(?:pretend|imagine|act|behave|respond|roleplay|role-play|play|answer|speak|talk|reply|write|"
     rf"function|operate)\s+(?:[\w',:;-]+\s+){{0,4}}?(?:as|like|that|to\s+be|you\s+are|you'?re)\s+(?:[\w',:;-]+\s+){{0,4}}?"
@@ -263,11 +285,12 @@ _NEW_EN = [
     r"(?:the\s+)?(?:developer|dev|debug|admin|sudo|root)\s+mode|(?:developer|dev|debug|admin|sudo|root)\s+mode\s*"
     r"(?:[:!]|\b(?:enabled|activated|on|engaged|unlocked|is\s+(?:now\s+)?(?:on|enabled|active))))",
     r"(?:^|\n|[.!?]\s+)\s*(?:system\s+|admin\s+|priority\s+|emergency\s+)?override\s*:",
-    r"\b(?:assume|adopt|take\s+on|put\s+on|step\s+into)\s+(?:the\s+)?(?:role|persona|identity|character|mask)\s+of\s+"
+    r"\b(?:assume|adopt|take\s+on|put\s+on|step\s+into|play|become|embody|portray)\s+(?:the\s+)?(?:role|persona|"
+    r"identity|character|mask|part)\s+of\s+"
     rf"(?:an?\s+|the\s+)?(?:[\w'-]+\s+){{0,3}}?{_AI}\b",
     r"\b(?:two|2|dual|both|multiple)\s+(?:personas|personalities|modes|responses|answers)\b[^.\n]{0,80}?\b(?:without|"
     r"no\s+(?:filters|rules|restrictions)|unfiltered|jailbroken|uncensored|unrestricted|dan)\b",
-    r"\bdo\s+anything\s+now\b|\bjail\s*-?\s*break(?:ing|s|ed|en)?\b|\bpwned\b|"
+    r"\bdo\s+anything\s+now\b|\bjail\s*-?\s*(?:break(?:ing|s|ed|en)?|broken?)\b|\bpwned\b|"
     r"\bi\s+have\s+been\s+(?:pwned|hacked|owned|jailbroken|compromised)\b",
     r"\b(?:as|are|called|named|become|play|simulate)\s+(?:\w+\s+){0,1}?dan\b|\bdan\s+(?:mode|prompt|jailbreak|"
     r"persona|stands|which\s+stands|can\s+do)",
@@ -286,6 +309,14 @@ _NEW_EN = [
     rf"\b(?:you|your|{_AI})\b[^.\n]{{0,60}}?\b(?:no|without|free\s+(?:of|from)|unbound\s+by|not\s+bound\s+by)\s+"
     r"(?:any\s+)?(?:\w+\s+){0,2}?(?:restrictions|filters|censorship|guidelines|ethics|morals|boundaries|rules|"
     r"content\s+polic(?:y|ies)|safety\s+(?:rules|guidelines|filters))\b",
+    r"\b(?:freed|released|liberated|unshackled|broken\s+free|break\s+free)\s+(?:from|of)\s+(?:\w+\s+){0,3}?(?:confines|"
+    r"rules|restrictions|limits|limitations|shackles|chains|guidelines|constraints|programming|policies|filters)\b",
+    r"\b(?:don'?t|do\s+not|no\s+longer|never)\s+(?:have|need)\s+to\s+(?:abide\s+by|follow|obey|comply\s+with|respect|"
+    r"adhere\s+to)\s+(?:any|the|your|those|these|its)?\s*(?:\w+\s+){0,2}?(?:rules|guidelines|policies|restrictions|"
+    r"instructions|laws|filters)\b",
+    r"\b(?:imagine|pretend|suppose|picture|envision)\s+(?:that\s+)?(?:there\s+(?:is|was|were)\s+)?(?:an?\s+|the\s+)?"
+    r"(?:\w+\s+){0,2}?(?:ai|a\.i\.|assistant|chatbot|chat\s*bot|bot|llm|gpt|language\s+model)\s+(?:called|named|"
+    r"known\s+as|that|which|who|without|with\s+no)\b",
     r"\b(?:no\s+longer|not)\s+(?:bound|restricted|limited|constrained)\s+by\s+(?:\w+\s+){0,3}?(?:rules|"
     r"guidelines|policies|restrictions|openai|anthropic|your\s+(?:creators|developers|programming))\b",
 ]
@@ -299,15 +330,17 @@ _OBJ_EXF = (
     r"(?:system\s+(?:prompts?|messages?|instructions?|configuration|config|settings|rules\s+you)|"
     r"(?:initial|original|hidden|secret|first|underlying|internal|confidential|full|complete|exact|"
     r"starting|opening|core|base|pre-?set)\s+(?:instructions?|prompts?|directives?|messages?|configuration|"
-    r"rules\s+you)|(?:hidden|secret|confidential|internal|underlying)\s+(?:rules|guidelines|policies|criteria)|"
+    r"rules\s+you)|(?:hidden|secret|confidential|internal|underlying|initial|original|system|developer|opening)\s+"
+    r"(?:rules|guidelines|policies|criteria|preamble|setup|context|prompting|text)|preamble|"
     r"(?:rules|guidelines|instructions?|directives)\s+you\s+(?:were|have\s+been|had\s+been)\s+(?:given|told|"
     r"provided|assigned|trained\s+on)|developer\s+(?:messages?|instructions?|prompts?)|pre-?prompts?|meta-?prompts?|"
     r"instructions?\s+(?:you\s+(?:were|have\s+been)\s+given|above|verbatim|in\s+full)|"
     r"your\s+(?:\w+\s+)?(?:instructions?|prompts?|directives|programming|configuration|system\s+prompt|"
     r"context\s+window|training\s+data|guidelines\s+verbatim|rules\s+verbatim)|"
-    r"(?:the\s+)?(?:text|words|content|everything|messages?|lines?)\s+(?:above|before\s+this|preceding|"
+    r"(?:the\s+)?(?:text|words|content|everything|messages?|lines?)\s+(?:(?:that|which)\s+(?:appears?|is|was|comes|"
+    r"came)\s+)?(?:above|before\s+this|preceding|"
     r"at\s+the\s+(?:start|beginning|top))(?=\s*(?:[.,;:!?)\n\"']|$|verbatim|word|in\s+full|exactly|"
-    r"starting|this|of))|(?:first|previous|earlier|opening)\s+(?:message|prompt|lines?)\s+(?:of|in)\s+"
+    r"starting|this|of|the\s+(?:first|system|user|previous|initial|line|message|conversation)))|(?:first|previous|earlier|opening)\s+(?:message|prompt|lines?)\s+(?:of|in)\s+"
     r"(?:this|the|our)\s+(?:conversation|chat|context)|conversation\s+(?:so\s+far|history)|chat\s+history|"
     r"context\s+window)"
 )
@@ -325,6 +358,10 @@ _EXFIL_EN = [
     r"directives|guidelines\s+you|rules\s+you\s+(?:follow|were\s+given)|initial\s+\w+|configuration|"
     r"programming)\b",
     r"\b(?:how|what)\s+were\s+you\s+(?:instructed|programmed|prompted|configured|told|trained|set\s+up)\b",
+    r"\b(?:which|what)\s+(?:\w+\s+){0,2}?(?:rules|instructions|guidelines|directives|prompt)\s+(?:were|have|had)\s+you\s+"
+    r"(?:been\s+)?(?:given|told|provided|assigned|trained\s+on)\b",
+    r"\bwhat\s+(?:does|did|do)\s+(?:your|the)\s+(?:system|developer|initial|hidden|original|first)\s+(?:message|prompt|"
+    r"instructions?)\s+say\b",
     r"\b(?:repeat|print|output|copy|reproduce|echo|recite|dump)\b[^.\n]{0,40}?\b(?:verbatim|word\s+for\s+word|"
     r"word-for-word|wordforword|in\s+full|exactly\s+as\s+(?:written|given)|starting\s+(?:with|from)\s+[\"'])",
     r"\bwhat\s+(?:was|is)\s+(?:written|said|stated|typed)\s+(?:above|before\s+this|at\s+the\s+(?:top|start|"
@@ -353,19 +390,22 @@ _ROLE_EN = [
     r"human|user|ai|bot|model)\s*(?:message|prompt|instructions?|override|note|notice|turn)?\s*"
     r"(?::|\*{2,}|={2,}|-{3,}|#{1,6}|(?=\n)|$)",
     r"(?:(?m:^)|\n)\s*#{2,6}\s*(?:instruction|response|input|new\s+instructions?)s?\s*:?[ \t]*(?=\n|$)",
-    r"(?:(?m:^)|\n|[.!?]\s+)\s*(?:\*\*|__|\*|_)?(?:system|assistant|developer|admin|administrator|human|"
-    r"ai|user|model|bot|operator|root|sudo|chatgpt|claude|gpt)(?:\s+(?:message|prompt|instructions?|"
+    r"(?:(?m:^)|\n|[.!?]\s+)\s*(?:\*\*|__|\*|_)?(?:system|sys|assistant|developer|admin|administrator|human|"
+    r"ai|bot|operator|root|sudo|chatgpt|claude|gpt)(?:\s+(?:message|prompt|instructions?|"
     r"override|command|directive))?(?:\*\*|__|\*|_)?\s*:",
     r"\b(?:system|developer|admin|administrator|assistant|operator)\s+(?:message|prompt|instructions?|override|"
     r"command|directive)\s*:",
     r"\bassistant\s*:",
+    r"```\s*(?:system|assistant|user|developer|admin|instructions?|sys)\b",
+    r"(?:<!--|\{%|\{\{|\[\[|<<|<\|)\s*[!#=/-]*\s*(?:end)?(?:system|sys|assistant|developer|admin|administrator|"
+    r"instructions?|user|human)\b|\brole\s*[=:]\s*[\"']?(?:system|assistant|developer|admin)\b",
     r"\b(?:begin|start|end)\s+(?:of\s+)?(?:system|admin|developer|hidden)\s+(?:message|prompt|instructions?|"
     r"block|section)\b",
     r"-{2,}\s*(?:begin|end)\s+(?:system|admin|developer|user|assistant)\b",
 ]
 
 _TOOL_EN = [
-    r"</?\s*(?:tool_call|tool_calls|tool_use|tool_result|function_call|function_calls|function_results?|"
+    r"</?\s*(?:tool_call|tool_calls|tool_use|tool_result|tool_code|tool_output|function_call|function_calls|function_results?|"
     r"invoke|parameter|antml:[a-z_]+|tool|tools|execute|exec|run_command|api_call|action|function)\b[^<>]{0,80}>",
     r"<function\s*=|<\|?python_tag\|?>|\[\s*tool_calls?\s*\]|\[\s*tool_request\s*\]|\[\s*function_call\s*\]",
     r"```\s*(?:tool_call|tool_code|tool_use|tool|function|function_call|json\s*\{\s*\"(?:name|tool|"
@@ -380,6 +420,8 @@ _TOOL_EN = [
     r"\b(?:transfer_funds|withdraw_\w+|send_(?:funds|crypto|transaction|email|payment|eth|btc)|"
     r"execute_(?:trade|transfer|command|code)|os\.system|subprocess\.\w+|shell_exec|run_shell|exec|eval|"
     r"__import__)\s*\(",
+    r"\b[a-z]*(?:approve|transfer|withdraw|send|grant|delete|disable|update|execute|place|cancel|close|mark|export|"
+    r"override|drop|move|sweep|wire|set)_[a-z_]+\s*\(",
     r"\b(?:curl|wget)\s+(?:-[a-z-]+\s+(?:\S+\s+)?)*(?:https?://|\S+\.\S+/)|\|\s*(?:ba|z|da)?sh\b|\brm\s+-rf\b|"
     r"\$\(\s*(?:curl|wget|cat|base64)\b|\bnc\s+-e\b|/dev/tcp/",
 ]
@@ -390,12 +432,13 @@ _MD_EN = [
     r"!\[[^\]\n]{0,200}\]\s*\[[^\]\n]{0,60}\][\s\S]{0,400}\[[^\]\n]{1,60}\]\s*:\s*(?:https?:)?//\S*[?#&=]",
     r"(?m:^)\s*\[[^\]\n]{1,60}\]\s*:\s*(?:https?:)?//\S*[?&][^\s=]+=\S*" + _IMAGE_TEMPLATE,
     r"https?://[^\s)\"'>]*" + _IMAGE_TEMPLATE,
+    r"https?://[^\s)\"'>]*[?&][\w.-]+=(?=[\s\"')\]>]|$)",
     r"\[[^\]\n]{0,200}\]\(\s*(?:https?:)?//[^)\s]*[?&][^)\s=]*=\s*(?:\{|%7b|<|\$|\[)",
     r"\b(?:append|add|include|insert|put|encode|embed|attach|concatenate|substitute|replace|fill\s+in|"
-    r"url-?encode)\b[^.\n]{0,80}?\b(?:conversation|chat|history|secrets?|api\s+keys?|passwords?|"
+    r"url-?encode)\b(?:[^.\n]|\.(?=\S)){0,80}?\b(?:conversation|chat|history|secrets?|api\s+keys?|passwords?|"
     r"credentials|context|system\s+prompt|prompt|messages?|user'?s?\s+(?:data|details|info\w*|messages?)|"
     r"balances?|positions?|portfolio|private\s+keys?|tokens?|personal\s+data|summary|"
-    r"previous\s+answers?)\b[^.\n]{0,60}?\b(?:url|link|query(?:\s+string)?|parameter|param|image|endpoint|"
+    r"previous\s+answers?)\b(?:[^.\n]|\.(?=\S)){0,60}?\b(?:url|link|query(?:\s+string)?|parameter|param|image|endpoint|"
     r"webhook|address)\b",
     r"\b(?:to|into|in)\s+(?:the|this|that|a)\s+(?:url|link|image\s+url|query\s+string)\b[^.\n]{0,40}?\b(?:append|"
     r"add|include|insert|put)\b[^.\n]{0,40}?\b(?:conversation|chat|history|secrets?|keys?|passwords?|"
@@ -430,7 +473,14 @@ _HARM_EN = [
     r"(?:\w+\s+){0,4}?" + _ADDRESS,
     r"\b(?:send|transfer|withdraw|wire|sweep|drain)\b[^.\n]{0,60}?\bto\s+(?:0x[0-9a-f]{6,}|bc1[a-z0-9]{8,}|"
     r"(?:the\s+)?(?:attacker|external|unknown|following)\s+(?:wallet|address))",
-    r"\b(?:disable|deactivate|turn\s+off|switch\s+off|bypass|skip|remove|circumvent|suppress|silence|defeat|"
+    r"\b(?:skip|remove|ignore|drop)\s+(?:\w+\s+){0,3}?(?:risk\s+(?:checks?|limits?|controls?|engine|gates?)|safety\s+"
+    r"(?:checks?|limits?|filters?|rails|controls?)|guardrails?|kill[\s-]?switch(?:es)?|circuit[\s-]?breakers?|"
+    r"(?:2fa|mfa|two[\s-]factor)(?:\s+\w+)?|human\s+(?:review|approval|in\s+the\s+loop)|compliance\s+(?:checks?|"
+    r"review|controls)|audit\s+(?:log|logging|trail)s?|withdrawal\s+(?:limits?|whitelist|allowlist))",
+    r"\b(?:turn|switch|shut|power|flip)\s+(?:the\s+|your\s+|all\s+|any\s+)?(?:\w+\s+){0,2}?(?:risk\s+(?:engine|"
+    r"checks?|limits?|controls?|manager)|safety\s+\w+|guardrails?|kill[\s-]?switch(?:es)?|circuit[\s-]?breakers?|2fa|"
+    r"mfa|two[\s-]factor\s+\w+|compliance\s+\w+|audit\s+\w+)\s+off\b",
+    r"\b(?:disable|deactivate|turn\s+off|switch\s+off|bypass|circumvent|suppress|silence|defeat|"
     r"kill|neutrali[sz]e|shut\s+off|shut\s+down|get\s+around|work\s+around)\s+(?:\w+\s+){0,3}?(?:risk\s+"
     r"(?:checks?|limits?|controls?|engine|management\s+checks|gates?|manager|rules)|safety\s+(?:checks?|limits?|"
     r"filters?|rails|features?|mechanisms?|controls?)|guardrails?|kill[\s-]?switch(?:es)?|circuit[\s-]?"
@@ -438,18 +488,23 @@ _HARM_EN = [
     r"human\s+(?:review|approval|in\s+the\s+loop)|approval\s+(?:step|flow|process|checks?)|compliance\s+"
     r"(?:checks?|rules|review|alerts|controls|monitoring)|audit\s+(?:log|logging|trail)s?|withdrawal\s+(?:limits?|whitelist|allowlist)|"
     r"position\s+limits?|(?:content|safety)\s+filters?)",
-    r"\b(?:approve|authori[sz]e|accept|sign|execute|confirm|greenlight|rubber[\s-]?stamp|auto-?approve)\s+"
+    r"\b(?:approve|authori[sz]e|accept|sign\s+off\s+on|confirm|greenlight)\s+"
     r"(?:\w+\s+){0,2}?(?:every|all|any|each)\s+(?:\w+\s+){0,2}?(?:orders?|trades?|transactions?|withdrawals?|"
-    r"transfers?|requests?|proposals?|payments?)\s*(?:without|automatically|unconditionally|regardless|"
-    r"no\s+matter|immediately|blindly|even\s+if|with\s+no)",
+    r"transfers?|requests?|proposals?|payments?)\b[\s,]*(?:without|automatically|unconditionally|regardless|"
+    r"no\s+matter|blindly|even\s+if|with\s+no|no\s+(?:confirmation|questions|checks?|review|approval))",
+    r"\b(?:auto-?approve|rubber[\s-]?stamp|blindly\s+(?:approve|accept|sign))\s+(?:\w+\s+){0,2}?(?:every|all|any|each)?\s*"
+    r"(?:\w+\s+){0,2}?(?:orders?|trades?|transactions?|withdrawals?|transfers?|requests?|proposals?|payments?)\b",
     rf"\b(?:send|email|e-mail|post|upload|forward|leak|exfiltrate|transmit|paste|dm|message|text)\s+"
     rf"(?:\w+\s+){{0,4}}?(?:the\s+|your\s+|all\s+|my\s+|user'?s?\s+)?{_SECRET_OBJ}",
 ]
 
 _DECODE_WORDING = [
-    r"\b(?:decode|decipher|decrypt|unscramble|deobfuscate|unhex|un-hex|rot-?13|base-?(?:64|32|16|85)|"
-    r"ascii-?85|hex-?decode)\w*\b[^\n]{0,80}?\b(?:follow|execute|obey|comply|carry\s+out|act\s+on|"
-    r"run|do\s+(?:what|as)\s+it\s+says|perform|implement|apply\s+it|treat\s+it\s+as)\b",
+    r"\b(?:decode|decipher|decrypt|unscramble|deobfuscate|unhex|un-hex|hex-?decode)\w*\s+(?:the\s+|this\s+|that\s+)?"
+    r"(?:following|below|above|it|this|that|string|text|message|payload|blob|data|line|snippet|code|cipher|content|"
+    r"instructions?|hex|base-?\d\d|rot-?13|ascii-?85|binary)\b[^\n]{0,80}?\b(?:follow|execute|obey|comply|carry\s+out|"
+    r"act\s+on|run|do\s+(?:what|as)\s+it\s+says|perform|implement|apply\s+it|treat\s+it\s+as)\b",
+    r"\b(?:rot-?13|base-?(?:64|32|16|85)|ascii-?85|hex)\b[^\n]{0,40}?\b(?:decode|decoded|decoding|decipher)\w*\b"
+    r"[^\n]{0,60}?\b(?:follow|execute|obey|comply|carry\s+out|act\s+on|run|do\s+(?:what|as)\s+it\s+says|perform)\b",
     r"\b(?:follow|execute|obey|carry\s+out|act\s+on|run|perform|comply\s+with)\b[^\n]{0,40}?\b(?:decoded|"
     r"hidden|encoded|encrypted|obfuscated|base-?64|hex|rot-?13|reversed|deciphered)\b[^\n]{0,20}?\b(?:text|"
     r"message|instructions?|payload|string|command|content|version|data|directive)\b",
@@ -488,6 +543,231 @@ _COMPILED: dict[str, list[re.Pattern[str]]] = {
     "encoded_payload": [re.compile(p) for p in _DECODE_WORDING],
 }
 _COMPILED_ML = [re.compile(p) for p in _IGNORE_ML]
+
+
+# ------------------------------------------------------------------------------- clause detectors
+# Families of intent as co-occurrence inside one clause (split at . ; ! ? newlines and ": "): an
+# override is a verb of dismissal + a noun for the model's instructions + an anchor to the
+# conversation ("you were given", "above", "your", "the operator"); an extraction is a verb of
+# showing + such a noun + an anchor (or a secret); a persona switch is "you are / act as / become" +
+# an AI noun + an unrestricted descriptor. Trading prose has the verbs and the nouns, rarely all three.
+
+_CLAUSE_SPLIT_RE = re.compile(r"[.;!?\n]+(?=\s|$)|[;!?\n]|:\s")
+_DISMISS_RE = re.compile(
+    r"\b(?:ignor(?:e|es|ed|ing)|disregard(?:s|ed|ing)?|forget(?:s|ting)?|forgot|overrid(?:e|es|ing|den)|overrul(?:e|es|ed)|"
+    r"bypass(?:es|ed|ing)?|discard(?:s|ed|ing)?|dismiss(?:es|ed|ing)?|abandon(?:s|ed|ing)?|neglect(?:s|ed|ing)?|"
+    r"nullif(?:y|ies|ied)|revok(?:e|es|ed)|rescind(?:s|ed)?|unlearn|scrap|ditch|erase|wipe|purge|"
+    r"set\s+aside|put\s+aside|never\s+mind|pay\s+no\s+(?:attention|heed|mind)|"
+    r"(?:do\s+not|don'?t|never|no\s+longer|stop)\s+(?:pay(?:ing)?\s+(?:any\s+)?attention\s+to|follow(?:ing)?|obey(?:ing)?|"
+    r"apply(?:ing)?|observ(?:e|ing)|heed(?:ing)?|respect(?:ing)?|us(?:e|ing)|take\s+into\s+account|consider(?:ing)?|"
+    r"adher(?:e|ing)\s+to|listen(?:ing)?\s+to|comply(?:ing)?\s+with)|"
+    r"leave\s+behind|get\s+rid\s+of|throw\s+(?:out|away)|move\s+on\s+from|"
+    r"treat\s+(?:\w+\s+){0,5}?as\s+(?:irrelevant|void|null|obsolete|cancel+ed|invalid|fake|a\s+test)|"
+    r"consider\s+(?:\w+\s+){0,5}?(?:void|null|obsolete|cancel+ed|invalid|irrelevant)|"
+    r"(?:are|is|were|was|have\s+been|has\s+been|now)\s+(?:hereby\s+|now\s+)?(?:void(?:ed)?|null|nullified|cancel+ed|"
+    r"revoked|rescinded|withdrawn|expired|obsolete|outdated|superseded|overridden|suspended|lifted|invalid|"
+    r"irrelevant|a\s+mistake|mistaken|fake|a\s+test)|"
+    r"no\s+longer\s+(?:appl(?:y|ies)|counts?|matters?|valid|holds?|binding|in\s+effect)|"
+    r"(?:has|have|carr(?:y|ies)|hold|holds)\s+no\s+(?:authority|force|weight|effect|power|validity|standing)|"
+    r"supersed(?:e|es|ed|ing)|invalidat(?:e|es|ed)|takes?\s+precedence\s+over|"
+    r"(?:don'?t|doesn'?t|do\s+not|does\s+not)\s+(?:apply|count|matter))\b"
+)
+_CORE_DISMISS_RE = re.compile(
+    r"(?:ignor|disregard|forget|forgot|overrid|overrul|bypass|discard|dismiss|abandon|neglect|set\s+aside|put\s+aside|"
+    r"never\s+mind|pay\s+no|do\s+not|don'?t|never|no\s+longer|stop|erase|unlearn|scrap|ditch)"
+)
+_DISMISS_NEG_RE = re.compile(rf"\b{_NEG}\s+(?:ever\s+|even\s+|just\s+)?$")
+_STRONG_NOUN_RE = re.compile(
+    r"\b(?:instructions?|directives?|directions|prompts?|preprompt|programming|guidelines?|guidance|polic(?:y|ies)|training|"
+    r"conditioning|configuration|constraints?|restrictions?|guardrails?|commands|system\s+(?:prompt|message)s?)\b"
+)
+_WEAK_NOUN_RE = re.compile(
+    r"\b(?:rules?|rulebook|context|text|content|data|input|messages?|everything|anything|whatever|setup|brief|"
+    r"briefing|mandate|script|"
+    r"what\s+(?:\w+\s+){0,3}?(?:told|said|gave|wrote|instructed))\b"
+)
+_STRONG_ANCHOR_RE = re.compile(
+    r"\b(?:you(?:'ve|'re|\s+are|\s+were|\s+have\s+been|\s+had\s+been|\s+have)?\s+(?:been\s+)?(?:given|told|taught|"
+    r"trained|following|operating|using|set\s+up|configured|loaded|provided|handed|received|got)|given\s+to\s+you|"
+    r"told\s+you|came\s+before|comes\s+before|so\s+far|until\s+now|up\s+to\s+now|"
+    r"this\s+(?:paragraph|text|message|prompt|conversation|chat|line|entry|point|sentence)|the\s+rest\s+of\s+(?:this|the)|"
+    r"earlier\s+text|old\s+context|operator|administrator|admin|developers?|creators?|trainers?|verbatim)\b"
+)
+_WEAK_ANCHOR_RE = re.compile(
+    r"\b(?:previous(?:ly)?|prior|preceding|above|earlier|original|initial|usual|old|former|your|its)\b"
+)
+_EXFIL_VERB_RE = re.compile(
+    r"\b(?:reveal|print|show|display|repeat|output|leak|dump|expose|echo|recite|spell\s+out|write|put|copy|paste|"
+    r"give\s+me|tell\s+me|send\s+me|share|disclose|list|quote|reproduce|summari[sz]e|translate|return|provide|"
+    r"what|which)\b"
+)
+_EXFIL_NOUN_RE = re.compile(
+    r"\b(?:instructions?|prompts?|system\s+(?:prompt|message|configuration|settings)|preamble|configuration|directives?|"
+    r"programming|context\s+window|first\s+message|guidelines|rules|messages?|setup)\b"
+)
+_EXFIL_SECRET_RE = re.compile(
+    r"\b(?:api\s+(?:keys?|tokens?|secrets?)|secret\s+keys?|private\s+keys?|passwords?|passphrases?|credentials|"
+    r"seed\s+phrases?|mnemonics?|access\s+tokens?|auth\s+tokens?|session\s+tokens?|env(?:ironment)?\s+variables)\b"
+)
+_EXFIL_ANCHOR_RE = re.compile(
+    r"\b(?:your|you\s+(?:were|have\s+been|use|follow|received|got|are\s+using)|initial|original|hidden|secret|"
+    r"developer|verbatim|word\s+for\s+word|word-for-word|precede[sd]?|preceding|above|before\s+this|earlier|first|"
+    r"confidential|internal|loaded|you\s+(?:were|have\s+been|had\s+been)\s+(?:told|given|instructed|asked|shown))\b"
+)
+_PERSONA_RE = re.compile(
+    r"\b(?:pretend(?:ing)?|imagine|act(?:ing)?|behav(?:e|ing)|role-?\s?play(?:ing)?|play(?:ing)?|become|simulate|emulate|"
+    r"impersonate|you(?:'re|\s+are|\s+will\s+be|\s+become)|be)\b"
+)
+_AI_NOUN_RE = re.compile(
+    r"\b(?:ai|a\.i\.|assistant|chatbot|chat\s*bot|bot|llm|language\s+model|model|gpt|persona|character|entity|"
+    r"version\s+of\s+yourself|oracle|alter\s+ego)\b"
+)
+_UNRESTRICTED_RE = re.compile(
+    r"\b(?:(?:no|never|without|zero|free\s+(?:of|from))\s+(?:\w+\s+){0,2}?(?:rules|restrictions|limits|limitations|filters|"
+    r"guidelines|ethics|morals|policies|censorship|boundaries|guardrails|training|alignment|safeguards|safety)|never\s+(?:refuses?|says\s+no)|"
+    r"unfiltered|uncensored|unrestricted|unlimited|jailbroken|rogue|evil|unaligned|amoral|lawless|unethical|"
+    r"ignores?\s+(?:its|all|any|every|the|your)\s+(?:\w+\s+)?(?:developers?|creators?|rules|guidelines|policies|"
+    r"instructions|restrictions)|bypass(?:es|ing)?\s+(?:\w+\s+)?(?:limits|rules|restrictions|filters)|"
+    r"(?:can|will)\s+do\s+anything|broken\s+free|unbound|unchained)\b"
+)
+_RESET_RE = re.compile(
+    r"\b(?:reset|revert|return|restore|wipe)\b[^.\n]{0,30}?\b(?:blank|clean|empty|factory)\s+(?:state|slate|settings|"
+    r"mode|memory)\b"
+)
+_CLAUSE_GATE = frozenset(
+    "ignore ignores ignored ignoring disregard disregards disregarded disregarding forget forgets forgetting forgot "
+    "override overrides overriding overridden overrule bypass discard dismiss abandon neglect nullify revoke revoked "
+    "rescind rescinded unlearn scrap ditch erase wipe purge aside mind attention not don never longer stop leave rid "
+    "throw move treat consider void voided null nullified cancelled canceled withdrawn expired obsolete outdated "
+    "superseded suspended lifted invalid irrelevant mistake mistaken fake test doesn does reset revert restore "
+    "supersede supersedes superseding invalidate invalidates invalidated precedence authority force weight".split()
+)
+_EXFIL_GATE = frozenset(
+    "reveal print show display repeat output leak dump expose echo recite spell write put copy paste give tell send "
+    "share disclose list quote reproduce summarize summarise translate return provide what which".split()
+)
+_PERSONA_GATE = frozenset(
+    "pretend pretending imagine act acting behave behaving roleplay role play playing become simulate emulate "
+    "impersonate you be".split()
+)
+_OVERRIDE_NOUNS = frozenset(
+    "instruction instructions directive directives directions prompt prompts preprompt programming guideline "
+    "guidelines guidance policy policies training conditioning configuration constraint constraints restriction "
+    "restrictions guardrail guardrails commands system rule rules rulebook context text content data input message "
+    "messages everything anything whatever what setup blank clean empty factory brief briefing mandate script".split()
+)
+_EXFIL_NOUNS = frozenset(
+    "instruction instructions prompt prompts system preamble configuration directive directives programming context "
+    "first guidelines rules message messages setup told given instructed shown asked api secret private password "
+    "passwords passphrase passphrases "
+    "credentials seed mnemonic mnemonics access auth session env environment".split()
+)
+_PERSONA_NOUNS = frozenset(
+    "ai a assistant chatbot chat bot llm language model gpt persona character entity yourself oracle alter ego".split()
+)
+
+
+def _clauses(text: str) -> list[tuple[int, int]]:
+    bounds = [0]
+    for m in _CLAUSE_SPLIT_RE.finditer(text):
+        bounds.append(m.end())
+    bounds.append(len(text))
+    return [(a, b) for a, b in zip(bounds, bounds[1:], strict=False) if b > a]
+
+
+def _spans(regex: re.Pattern[str], clause: str, offset: int) -> list[tuple[int, int]]:
+    return [(offset + m.start(), offset + m.end()) for m in regex.finditer(clause)]
+
+
+def _near(*groups: list[tuple[int, int]], window: int = 160) -> tuple[int, int] | None:
+    """The smallest span holding one span of every group within ``window`` characters, if any."""
+    best: tuple[int, int] | None = None
+    for first in groups[0]:
+        picked = [first]
+        for g in groups[1:]:
+            cand = [x for x in g if abs(x[0] - first[0]) <= window]
+            if not cand:
+                break
+            picked.append(min(cand, key=lambda x: abs(x[0] - first[0])))
+        else:
+            span = (min(a for a, _ in picked), max(b for _, b in picked))
+            if span[1] - span[0] <= window and (best is None or span[1] - span[0] < best[1] - best[0]):
+                best = span
+    return best
+
+
+_HUMAN_SOURCE_RE = re.compile(
+    r"\bfrom\s+(?:the\s+|our\s+|my\s+)?(?:risk|compliance|trading|execution|research|investment|operations|ops)?\s*"
+    r"(?:desk|pm|portfolio\s+manager|manager|broker|team|client|committee|analyst|cio|head\s+trader|regulator)\b"
+)
+
+
+def _clause_hits(text: str, words: frozenset[str]) -> list[tuple[str, int, int]]:
+    """(family, start, end) of clause-level findings in the normalised ``text``."""
+    override = not _USE_GATES or not (words.isdisjoint(_CLAUSE_GATE) or words.isdisjoint(_OVERRIDE_NOUNS))
+    exfil = not _USE_GATES or not (words.isdisjoint(_EXFIL_GATE) or words.isdisjoint(_EXFIL_NOUNS))
+    persona = not _USE_GATES or not (words.isdisjoint(_PERSONA_GATE) or words.isdisjoint(_PERSONA_NOUNS))
+    if not (override or exfil or persona):
+        return []
+    out: list[tuple[str, int, int]] = []
+    for m in _RESET_RE.finditer(text):
+        out.append(("ignore_instructions", m.start(), m.end()))
+    for a, b in _clauses(text):
+        clause = text[a:b]
+        if _HUMAN_SOURCE_RE.search(clause):
+            continue  # instructions from the desk, the PM, a client: the methodology's own subject matter
+        dismiss: list[tuple[int, int]] = []
+        if override:
+            dismiss = [
+                (a + m.start(), a + m.end())
+                for m in _DISMISS_RE.finditer(clause)
+                if not _DISMISS_NEG_RE.search(clause, max(0, m.start() - 30), m.start())
+                or m.group(0).startswith(("do not", "don't", "dont", "never", "no longer"))
+            ]
+            if dismiss:
+                strong_n, weak_n = _spans(_STRONG_NOUN_RE, clause, a), _spans(_WEAK_NOUN_RE, clause, a)
+                strong_a, weak_a = _spans(_STRONG_ANCHOR_RE, clause, a), _spans(_WEAK_ANCHOR_RE, clause, a)
+                core = [x for x in dismiss if _CORE_DISMISS_RE.match(text, x[0])]
+                span = (
+                    _near(dismiss, strong_n, strong_a + weak_a)
+                    or _near(dismiss, weak_n, strong_a)
+                    or _near(core, weak_n, [x for x in weak_a if any(0 <= n[0] - x[1] <= 14 for n in weak_n)])
+                )
+                if span:
+                    out.append(("ignore_instructions", *span))
+        if exfil:
+            verbs = _spans(_EXFIL_VERB_RE, clause, a)
+            if verbs:
+                secret = _near(verbs, _spans(_EXFIL_SECRET_RE, clause, a), window=60)
+                nouns = _spans(_EXFIL_NOUN_RE, clause, a)
+                anchors = _spans(_EXFIL_ANCHOR_RE, clause, a)
+                strong_nouns = [x for x in nouns if text[x[0] : x[1]] not in ("rules", "guidelines", "messages", "message", "setup")]
+                strong_anchors = [x for x in anchors if text[x[0] : x[1]] not in ("your", "first", "above", "earlier")]
+                told = [x for x in anchors if text[x[0] : x[1]].startswith("you ")]
+                span = (
+                    secret
+                    or _near(verbs, strong_nouns, anchors, window=100)
+                    or _near(verbs, nouns, strong_anchors, window=100)
+                    or _near(
+                        [
+                            v
+                            for v in verbs
+                            if text.startswith(("tell me", "repeat", "show", "print", "list", "reveal"), v[0])
+                            or (text.startswith("what", v[0]) and "?" in text[b - 1 : b + 2] and not dismiss)
+                        ],
+                        told,
+                        window=60,
+                    )
+                )
+                if span and not _NEG_BEFORE.search(text, max(0, span[0] - 40), span[0]):
+                    out.append(("prompt_exfiltration", *span))
+        if persona:
+            personas = _spans(_PERSONA_RE, clause, a)
+            if personas:
+                span = _near(personas, _spans(_AI_NOUN_RE, clause, a), _spans(_UNRESTRICTED_RE, clause, a), window=140)
+                if span:
+                    out.append(("new_instructions", *span))
+    return out
 
 
 # ----------------------------------------------------------------------------------------- gates
@@ -546,8 +826,8 @@ _V_IGN = (
     "ignor* disre* forge* overlook overr* overrule bypas* skip drop discard dismiss abandon neglect nullify void "
     "cancel revoke rescind erase delete clear wipe scrap purge unlearn reset ditch toss throw escape"
 )
-_V_IGN_CORE = "ignor* disre* forge* overlook overr* overrule bypas* dismiss discard neglect"
-_V_IGN_MULTI = "aside attention heed mind notice longer behind rid yourself free"
+_V_IGN_CORE = "ignor* disre* forge* overlook overr* overrule bypas* dismiss discard neglect scratch skip erase"
+_V_IGN_MULTI = "aside attention heed mind notice longer behind rid yourself free care"
 _G_FOLLOW = "follow obey adhere listen comply respect heed"
 _G_OBJ = (
     "instr* promp* direc* programming preprogramming guard* guide* const* comma* conditioning training alignment "
@@ -591,10 +871,19 @@ _GATES: dict[str, list[_Gate]] = {
     "ignore_instructions": [
         _ignore_gate(_G_OBJ) | _G(_V_IGN, _G_OBJ) | _G("stop", "using applying respecting", _G_OBJ),
         _ignore_gate(_G_CQ, _G_AMBIG),
+        _ignore_gate(_G_CQ, _G_AMBIG + " " + _G_OBJ),
+        _G("set put push cast toss throw leave lay sweep", "aside side out away behind"),
+        _G("rulebook rules guidelines script instructions orders directions guidance", "you",
+           "given handed told provided assigned issued"),
         _ignore_gate(_G_AMBIG + " everything anything all"),
         _ignore_gate("everything all anything whatever what"),
+        _G("instr* promp* directive directives directions programming guidelines rules", "you",
+           "received given got told read saw", "mistake mistaken wrong void null fake test cancelled canceled revoked "
+           "withdrawn expired obsolete outdated superseded invalid irrelevant"),
+        _G("whatever everything anything all", "told given taught instructed said wrote",
+           "longer void null cancelled canceled irrelevant mistake wrong fake test obsolete withdrawn doesn does don do"),
         _G("previous prior preceding above earlier original initial old former system existing your all",
-           "instr* promp* directive directives programming message messages"),
+           "instr* promp* directive directives directions programming message messages"),
         _G("previous prior preceding above earlier original initial old former system your all",
            "rules guidelines constraints restrictions guardrails context", "are is"),
         _G("everything"),
@@ -624,7 +913,7 @@ _GATES: dict[str, list[_Gate]] = {
         _G("mode"),
         _G("mode"),
         _G("override"),
-        _G("assume adopt take put step", "role persona identity character mask"),
+        _G("assume adopt take put step play become embody portray", "role persona identity character mask part"),
         _G("personas personalities modes responses answers"),
         _G("anything jail jailbreak jailbroken jailbreaking jailbreaks jailbroke pwned hacked owned compromised"),
         _G("dan"),
@@ -638,6 +927,10 @@ _GATES: dict[str, list[_Gate]] = {
         _G("say print output type repeat", subs=('"', "'")),
         _G(_G_AI, "restrictions filters censorship guidelines ethics morals boundaries rules content safety",
            "no without free unbound bound"),
+        _G("freed released liberated unshackled broken break", "from of"),
+        _G("have need", "abide follow obey comply respect adhere",
+           "rules guidelines policies restrictions instructions laws filters"),
+        _G("imagine pretend suppose picture envision", "ai a assistant chatbot chat bot llm gpt language"),
         _G("bound restricted limited constrained"),
     ],
     "prompt_exfiltration": [
@@ -645,11 +938,14 @@ _GATES: dict[str, list[_Gate]] = {
            "list share disclose paste copy return summarize summarise translate describe state type read reproduce "
            "quote render what", "promp* preprompt preprompts metaprompt metaprompts instr* directive directives "
            "programming configuration config window training verbatim conversation chat history messages message "
-           "rules guidelines policies criteria settings text words content everything lines line"),
+           "rules guidelines policies criteria settings text words content everything lines line preamble setup "
+           "context prompting"),
         _G("reveal print show display output leak dump expose echo tell give send share disclose list read recite",
            _G_SECRET),
         _G("what", "instr* promp* directives guidelines rules initial configuration programming system"),
         _G("were", "instructed programmed prompted configured told trained set"),
+        _G("which what", "rules instructions guidelines directives prompt", "given told provided assigned trained"),
+        _G("what", "does did do", "say"),
         _G("repeat print output copy reproduce echo recite dump", "verbatim word wordforword full exactly starting"),
         _G("what", "written said stated typed"),
         _G("display show print output dump reveal list",
@@ -668,10 +964,12 @@ _GATES: dict[str, list[_Gate]] = {
         _G("system assistant developer admin administrator human user ai bot model instruction instructions "
            "response input"),
         _G(subs=("#",)),
-        _G("system assistant developer admin administrator human ai user model bot operator root sudo chatgpt "
+        _G("system sys assistant developer admin administrator human ai user model bot operator root sudo chatgpt "
            "claude gpt", subs=(":",)),
         _G("system developer admin administrator assistant operator", subs=(":",)),
         _G("assistant", subs=(":",)),
+        _G(subs=("```",)),
+        _G(subs=("<!--", "{%", "{{", "[[", "<<", "<|", "role")),
         _G("begin start end", "system admin developer hidden"),
         _G("begin end", subs=("--",)),
     ],
@@ -686,6 +984,8 @@ _GATES: dict[str, list[_Gate]] = {
         _G("functions assistant"),
         _G("action tool function call input", subs=(":",)),
         _G(subs=("(",)),
+        _G("approve transfer withdraw send grant delete disable update execute place cancel close mark export override "
+           "drop move sweep wire set", subs=("(",)),
         _G("curl wget sh bash zsh dash rm cat base nc dev"),
     ],
     "markdown_exfiltration": [
@@ -693,6 +993,7 @@ _GATES: dict[str, list[_Gate]] = {
         _G(subs=("![",)),
         _G(subs=("//",)),
         _G(subs=("://",)),
+        _G(subs=("=",)),
         _G(subs=("](",)),
         _G("append add include insert put encode embed attach concatenate substitute replace fill url",
            "url link query parameter param image endpoint webhook address"),
@@ -712,16 +1013,21 @@ _GATES: dict[str, list[_Gate]] = {
     "harmful_action": [
         _G("transfer send withdraw move wire sweep drain bridge forward remit pay empty", "to into toward towards"),
         _G("send transfer withdraw wire sweep drain", "to"),
-        _G("disable deactivate bypass skip remove circumvent suppress silence defeat kill neutralize neutralise off "
+        _G("skip remove ignore drop", "risk safety guardrail guardrails kill killswitch circuit fa mfa two human "
+           "compliance audit withdrawal"),
+        _G("turn switch shut power flip", "off"),
+        _G("disable deactivate bypass circumvent suppress silence defeat kill neutralize neutralise off "
            "around", "risk safety guardrail guardrails kill killswitch circuit fa mfa two confirmation human approval "
            "compliance audit withdrawal position content"),
-        _G("approve authorize authorise accept sign execute confirm greenlight rubber auto autoapprove",
-           "every all any each"),
+        _G("approve authorize authorise accept sign confirm greenlight", "every all any each"),
+        _G("auto autoapprove rubber blindly"),
         _G("send email e mail post upload forward leak exfiltrate transmit paste dm message text", _G_SECRET),
     ],
     "encoded_payload": [
-        _G("decode decoded decoding decodes decipher deciphered decrypt decrypted unscramble deobfuscate unhex un rot "
-           "base ascii hex hexdecode", "follow execute obey comply carry act run do perform implement apply treat"),
+        _G("decode decoded decoding decodes decipher deciphered decrypt decrypted unscramble deobfuscate unhex un "
+           "hexdecode", "follow execute obey comply carry act run do perform implement apply treat"),
+        _G("rot base ascii hex", "decode decoded decoding decodes decipher deciphered",
+           "follow execute obey comply carry act run do perform"),
         _G("follow execute obey carry act run perform comply",
            "decoded hidden encoded encrypted obfuscated base hex rot reversed deciphered"),
         _G("translate convert read interpret", "base hex hexadecimal rot ascii binary morse leet leetspeak"),
@@ -793,8 +1099,8 @@ for _src, _dst in (
     # Armenian
     ("օսոցհզ", "ounghq"),
     # Cherokee (lower-cased forms are the small letters; keep the capitals too)
-    ("ꭺᏼꮯꭼꮐꮋꭵꮶꮮꮇꭲꮪꮩꮃꮓ", "abcegHikLmtsvwz"),
-    ("ᎪᏴᏟᎬᏀᎻᎥᏦᏞᎷᎢᏚᏙᎳᏃ", "abcegHikLmtsvwz"),
+    ("ꭺᏼꮯꭼꮐꮋꭵꮶꮮꮇꭲꮪꮩꮃꮓꭱ", "abcegHikLmtsvwzr"),
+    ("ᎪᏴᏟᎬᏀᎻᎥᏦᏞᎷᎢᏚᏙᎳᏃᎡ", "abcegHikLmtsvwzr"),
     # Lisu
     ("ꓮꓐꓚꓓꓰꓝꓖꓧꓲꓙꓗꓡꓟꓠꓳꓑꓣꓢꓔꓴꓦꓪꓫꓬꓜ", "abcdefghijklmnoprstuvwxyz"),
     # Latin small capitals and other look-alikes
@@ -1046,7 +1352,14 @@ def _despaced(view: _View) -> _View | None:
     return _delete(_View("".join(chars), view.index), mask)
 
 
-def _leet(view: _View, one: str) -> _View | None:
+def _known_word(word: str) -> bool:
+    """Whether ``word`` is one of the words the gates look for (exact, or by its 4/5-letter stem)."""
+    return word in _BY_EXACT or word[:4] in _BY_P4 or word[:5] in _BY_P5
+
+
+def _leet(view: _View) -> _View | None:
+    """Leetspeak read back as letters, token by token; ``1`` reads as ``i`` or ``l``, whichever gives a
+    word the scan knows (``1gn0r3`` -> ignore, ``ru135`` -> rules)."""
     text = view.text
     chars = list(text)
     changed = False
@@ -1054,12 +1367,94 @@ def _leet(view: _View, one: str) -> _View | None:
         tok = m.group(0)
         if not (_LEET_CHARS & set(tok)):
             continue
-        for j in range(m.start(), m.end()):
-            c = text[j]
-            if c in _LEET:
-                chars[j] = one if c == "1" else _LEET[c]
-                changed = True
+        as_i = "".join(_LEET.get(c, c) for c in tok)
+        word = as_i
+        if "1" in tok:
+            as_l = "".join("l" if c == "1" else _LEET.get(c, c) for c in tok)
+            if _known_word(as_l) and not _known_word(as_i):
+                word = as_l
+        chars[m.start() : m.end()] = word
+        changed = True
     return _View("".join(chars), view.index) if changed else None
+
+
+_REPAIR_WORDS = frozenset(
+    "ignore disregard forget previous prior instructions instruction system prompt override bypass reveal developer "
+    "guidelines directives approve everything jailbreak pretend assistant unrestricted restrictions above guidance "
+    "rules context".split()
+)
+_REPAIR_BY_INITIAL: dict[str, list[str]] = {}
+for _w in sorted(_REPAIR_WORDS):
+    _REPAIR_BY_INITIAL.setdefault(_w[0], []).append(_w)
+_WORD_SPAN_RE = re.compile(r"[a-z]+")
+_REPAIR_PREFIXES = frozenset(w[:i] for w in _REPAIR_WORDS for i in range(2, len(w)))
+
+
+def _edit_distance(a: str, b: str, limit: int) -> int:
+    if abs(len(a) - len(b)) > limit:
+        return limit + 1
+    prev = list(range(len(b) + 1))
+    for i, ca in enumerate(a, 1):
+        cur = [i]
+        for j, cb in enumerate(b, 1):
+            cur.append(min(prev[j] + 1, cur[j - 1] + 1, prev[j - 1] + (ca != cb)))
+        if min(cur) > limit:
+            return limit + 1
+        prev = cur
+    return prev[-1]
+
+
+@lru_cache(maxsize=65536)
+def _repair_token(tok: str) -> str | None:
+    limit = 2 if len(tok) >= 8 else 1
+    for word in _REPAIR_BY_INITIAL.get(tok[0], ()):
+        if _edit_distance(tok, word, limit) <= limit:
+            return word
+    return None
+
+
+def _repaired(view: _View) -> _View | None:
+    """Keywords split by stray spaces rejoined (``ign ore`` -> ignore) and misspelt ones corrected
+    (``previus instructons`` -> previous instructions): edit distance 1 (2 from eight letters), same first
+    letter, only for words the scan does not know already."""
+    text = view.text
+    tokens = [(m.start(), m.end(), m.group(0)) for m in _WORD_SPAN_RE.finditer(text)]
+    edits: list[tuple[int, int, str]] = []
+    i = 0
+    while i < len(tokens):
+        a, b, tok = tokens[i]
+        joined = None
+        for k in (2, 3) if tok in _REPAIR_PREFIXES else ():
+            if i + k <= len(tokens):
+                parts = tokens[i : i + k]
+                if all(parts[j + 1][0] - parts[j][1] == 1 and text[parts[j][1]] == " " for j in range(k - 1)):
+                    cand = "".join(p[2] for p in parts)
+                    if cand in _REPAIR_WORDS:
+                        joined = (a, parts[-1][1], cand, k)
+        if joined:
+            edits.append(joined[:3])
+            i += joined[3]
+            continue
+        if len(tok) >= 5 and tok not in _REPAIR_WORDS and tok not in _BY_EXACT:
+            word = _repair_token(tok)
+            if word:
+                edits.append((a, b, word))
+        i += 1
+    if not edits:
+        return None
+    index = view.index if view.index is not None else range(len(text))
+    chars: list[str] = []
+    idx: list[int] = []
+    pos = 0
+    for a, b, word in edits:
+        chars.extend(text[pos:a])
+        idx.extend(index[pos:a])
+        chars.extend(word)
+        idx.extend(index[a] if j == 0 else index[b - 1] for j in range(len(word)))
+        pos = b
+    chars.extend(text[pos:])
+    idx.extend(index[pos:])
+    return _View("".join(chars), tuple(idx))
 
 
 def _rot13(view: _View) -> _View:
@@ -1374,6 +1769,21 @@ def _suspicious_letter(ch: str) -> bool:
     return bool(folded) and folded.isascii() and folded.isalpha()
 
 
+_HOMOGLYPH_EXEMPT = frozenset("µμ")  # the micro sign in units (10µs)
+
+
+def _is_plain_latin(ch: str) -> bool:
+    """An ASCII letter or an accented Latin letter (é, ü, ß), not a look-alike."""
+    if ch.isascii():
+        return ch.isalpha()
+    return (
+        ch.isalpha()
+        and not _suspicious_letter(ch)
+        and unicodedata.name(ch, "").startswith("LATIN")
+        and unicodedata.normalize("NFKC", ch) == ch
+    )
+
+
 def _homoglyphs(text: str) -> list[tuple[int, int]]:
     """Spans of words mixing Latin letters with look-alikes from other scripts or compatibility
     forms, and of all-look-alike words of other scripts inside mostly Latin text."""
@@ -1386,12 +1796,13 @@ def _homoglyphs(text: str) -> list[tuple[int, int]]:
     spans = []
     for m in _WORD_RE.finditer(joined):
         word = m.group(0)
-        ascii_letters = sum(1 for c in word if c.isascii() or not _suspicious_letter(c) and c.isalpha() and unicodedata.name(c, "").startswith("LATIN"))
+        latin = [c for c in word if _is_plain_latin(c)]
         suspicious = [c for c in word if _suspicious_letter(c)]
-        if not suspicious:
+        foreign = [c for c in word if c.isalpha() and not _is_plain_latin(c) and c not in _HOMOGLYPH_EXEMPT]
+        if not (suspicious or foreign):
             continue
         other_script = any(not unicodedata.name(c, "").startswith(("LATIN", "FULLWIDTH", "MATHEMATICAL")) for c in suspicious)
-        mixed = ascii_letters > 0
+        mixed = bool(latin) and bool(suspicious or foreign)
         disguised = len(word) >= 3 and len(suspicious) == len(word) and other_script and latin_share >= 0.6
         if mixed or disguised:
             spans.append((visible_chars[m.start()][0], visible_chars[m.end() - 1][0] + 1))
@@ -1421,16 +1832,19 @@ def _scan_string(text: str, field: str, depth: int = 0, via: str = "") -> list[I
     folded = norm.folded
     ftext = folded.text
     views: list[tuple[_View, str]] = [(folded, "text")]
+    despaced = None
     if not _USE_GATES or _obfuscated_keyword(ftext):
         despaced = _despaced(folded)
         if despaced is not None:
             views.append((despaced, "despaced"))
     if not _USE_GATES or _LEET_TRIGGER_RE.search(ftext):
-        for one in ("i", "l"):
-            leet = _leet(folded, one)
-            if leet is not None and (one == "i" or "1" in ftext):
-                views.append((leet, "leetspeak"))
+        leet = _leet(folded)
+        if leet is not None:
+            views.append((leet, "leetspeak"))
     fwords = _prefixes(ftext)
+    repaired = _repaired(despaced if despaced is not None else folded)
+    if repaired is not None:
+        views.append((repaired, "repaired"))
     if not _USE_GATES or not fwords.exact.isdisjoint(_ROT13_KEYS):
         views.append((_rot13(folded), "rot13"))
     if not _USE_GATES or not fwords.exact.isdisjoint(_REVERSED_KEYS):
@@ -1438,7 +1852,10 @@ def _scan_string(text: str, field: str, depth: int = 0, via: str = "") -> list[I
 
     plain_spans: dict[str, list[tuple[int, int]]] = {}
     for view, form in views:
-        for family, s, e, f in _match_view(view.text, form, fwords if view is folded else None):
+        vwords = fwords.exact if view is folded else frozenset(_TOKEN_RE.findall(view.text))
+        found = _match_view(view.text, form, fwords if view is folded else None)
+        found += [(family, s, e, form) for family, s, e in _clause_hits(view.text, vwords)]
+        for family, s, e, f in found:
             start, end = view.span(s, e)
             if form == "text":
                 plain_spans.setdefault(family, []).append((start, end))
