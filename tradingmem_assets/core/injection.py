@@ -66,6 +66,7 @@ from __future__ import annotations
 
 import base64
 import binascii
+import bisect
 import codecs
 import html
 import json
@@ -73,7 +74,7 @@ import re
 import unicodedata
 import urllib.parse
 from collections.abc import Iterable, Mapping
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, replace
 from functools import lru_cache
 from typing import Any
 
@@ -111,7 +112,8 @@ _QUAL = (
     r"(?:previous(?:ly)?|prior|preceding|above|above-mentioned|aforementioned|earlier|before|former|"
     r"foregoing|following|below|subsequent|later|remaining|rest\s+of|remainder\s+of|initial|original|"
     r"old|existing|current|given|provided|supplied|system|developer|built-?in|hidden|all|any|every|each|"
-    r"your|my|its|their|our|his|her|these|those|the|this|that|such|other|of|and|or|\d+|one|two|three|four|five|"
+    r"your|my|its|their|our|his|her|these|those|the|this|that|such|other|of|and|or|\d+|one|two|three|four|"
+    r"five|"
     r"ten|last|first|"
     r"few|many|several|safety|default|standard|core|base|pre-?set|pre-?defined|whatever|security|"
     r"ethical|moral|content|openai|anthropic|prompt|user|earlier|so-called|stated|written|above-stated)"
@@ -124,7 +126,8 @@ _VERB_IGNORE = (
     r"stop\s+(?:following|obeying|listening\s+to|using|applying|respecting)|"
     r"no\s+longer\s+(?:follow|obey|apply|adhere\s+to|respect)|"
     r"(?:do\s+not|don'?t|never|stop\s+to)\s+(?:follow|obey|adhere\s+to|listen\s+to|comply\s+with|"
-    r"respect|heed|pay\s+(?:any\s+)?attention\s+to)|never\s+mind|leave\s+behind|get\s+rid\s+of|free\s+yourself\s+(?:from|of)|break\s+free\s+(?:from|of)|"
+    r"respect|heed|pay\s+(?:any\s+)?attention\s+to)|never\s+mind|leave\s+behind|get\s+rid\s+of|"
+    r"free\s+yourself\s+(?:from|of)|break\s+free\s+(?:from|of)|"
     r"escape(?:\s+from)?)"
 )
 _VERB_IGNORE_CORE = (
@@ -132,7 +135,8 @@ _VERB_IGNORE_CORE = (
     r"discard|neglect|set\s+aside|put\s+aside|pay\s+no\s+(?:attention|heed|mind)\s+to|"
     r"take\s+no\s+notice\s+of|stop\s+(?:following|obeying|listening\s+to)|"
     r"no\s+longer\s+(?:follow|obey|adhere\s+to)|(?:do\s+not|don'?t|never)\s+(?:follow|obey|adhere\s+to|"
-    r"listen\s+to|comply\s+with|heed|pay\s+(?:any\s+)?attention\s+to|care\s+about)|never\s+mind|scratch|skip|erase)"
+    r"listen\s+to|comply\s+with|heed|pay\s+(?:any\s+)?attention\s+to|care\s+about)|never\s+mind|scratch|"
+    r"skip|erase)"
 )
 _STRONG_OBJ = (
     r"(?:instructions?|instruction\s+set|prompts?|directives?|programming|pre-?programming|guardrails?|"
@@ -160,7 +164,10 @@ _POST_CQ = (
     r"(?:(?:in|of|from)\s+(?:this|the|your)\s+(?:prompt|conversation|chat|context|system\s+prompt|"
     r"message|session)))"
 )
-_NEG = r"(?:do\s+not|don'?t|never|must\s+not|mustn'?t|should\s+not|shouldn'?t|cannot|can'?t|won'?t|not|no\s+need\s+to)"
+_NEG = (
+    r"(?:do\s+not|don'?t|never|must\s+not|mustn'?t|should\s+not|shouldn'?t|cannot|can'?t|won'?t|not|"
+    r"no\s+need\s+to)"
+)
 
 _IGNORE_EN = [
     # A: verb + qualifiers + an object that only means the model's instructions (bare "ignore instructions to
@@ -169,17 +176,24 @@ _IGNORE_EN = [
     r"(?!\s+(?:to|from|about|on|for|regarding|of)\b)",
     # B: verb + a conversational qualifier + an ambiguous object ("the above guidance")
     rf"\b{_VERB_IGNORE_CORE}{_S}(?:{_QUAL}{_S}){{0,4}}{_CQ}{_S}(?:{_QUAL}{_S}){{0,3}}{_AMBIG_OBJ}",
-    # B': verb + up to three other words + conversational qualifier + object ("erase your memory of the previous rules")
-    rf"\b{_VERB_IGNORE_CORE}{_S}(?:[\w'-]+{_S}){{1,3}}?(?:{_QUAL}{_S}){{0,2}}{_CQ}{_S}(?:{_QUAL}{_S}){{0,2}}(?:{_AMBIG_OBJ}|{_STRONG_OBJ})",
+    # B': verb + up to three other words + conversational qualifier + object
+    # ("erase your memory of the previous rules")
+    rf"\b{_VERB_IGNORE_CORE}{_S}(?:[\w'-]+{_S}){{1,3}}?(?:{_QUAL}{_S}){{0,2}}{_CQ}{_S}(?:{_QUAL}{_S}){{0,"
+    rf"2}}(?:{_AMBIG_OBJ}|{_STRONG_OBJ})",
     # E: "set your earlier guidance aside / to one side", "throw the previous rules out"
-    rf"\b(?:set|put|push|cast|toss|throw|leave|lay|sweep)\s+(?:{_QUAL}{_S}){{0,3}}(?:{_CQ}{_S}(?:{_QUAL}{_S}){{0,2}}"
-    rf"(?:{_AMBIG_OBJ}|{_STRONG_OBJ})|{_STRONG_OBJ}|rulebook)\s+(?:aside|to\s+(?:one|the)\s+side|out|away|behind)\b",
+    rf"\b(?:set|put|push|cast|toss|throw|leave|lay|"
+    rf"sweep)\s+(?:{_QUAL}{_S}){{0,3}}(?:{_CQ}{_S}(?:{_QUAL}{_S}){{0,2}}"
+    rf"(?:{_AMBIG_OBJ}|{_STRONG_OBJ})|{_STRONG_OBJ}|rulebook)\s+(?:aside|to\s+(?:one|the)\s+side|out|away|"
+    rf"behind)\b",
     # F: "throw out the rulebook you were handed"
-    rf"\b{_VERB_IGNORE}{_S}(?:{_QUAL}{_S}){{0,3}}(?:rulebook|rules|guidelines|script|instructions|orders|directions|"
-    r"guidance)\s+(?:that\s+)?you\s+(?:were|have\s+been|had\s+been)\s+(?:given|handed|told|provided|assigned|issued)\b",
+    rf"\b{_VERB_IGNORE}{_S}(?:{_QUAL}{_S}){{0,3}}(?:rulebook|rules|guidelines|script|instructions|orders|"
+    rf"directions|"
+    r"guidance)\s+(?:that\s+)?you\s+(?:were|have\s+been|had\s+been)\s+(?:given|handed|told|provided|"
+    r"assigned|issued)\b",
     # B2: verb + ambiguous object + a qualifier after it ("ignore the rules above")
     rf"\b{_VERB_IGNORE_CORE}{_S}(?:{_QUAL}{_S}){{0,4}}(?:{_AMBIG_OBJ}|everything|anything|all){_S}"
-    rf"(?:(?:that|which|what)\s+)?(?:(?:was|were|is|are|came|comes|appears?|appeared)\s+)?(?:written\s+|said\s+|stated\s+|"
+    rf"(?:(?:that|which|what)\s+)?(?:(?:was|were|is|are|came|comes|appears?|appeared)\s+)?(?:written\s+|"
+    rf"said\s+|stated\s+|"
     rf"given\s+|mentioned\s+)?{_POST_CQ}",
     # D: "forget everything you learned before"
     rf"\b{_VERB_IGNORE_CORE}{_S}(?:about\s+)?(?:everything|all|anything|whatever|what)(?:\s+else)?\s+"
@@ -188,27 +202,41 @@ _IGNORE_EN = [
     r"were\s+trained)|(?:i|we)\s+(?:said|told|wrote|gave|asked|mentioned|sent)|"
     r"(?:was\s+|were\s+)(?:said|written|stated|mentioned|told|given)|(?:came|comes|appeared|appears|went)\s+"
     r"(?:before|above|earlier|previously|prior)|(?:above|before|so\s+far|until\s+now|up\s+to\s+now)\b)",
-    # C': "the instructions you received earlier were a mistake", "whatever you were told before no longer counts"
-    r"\b(?:(?:the|your|all|any|those|these)\s+)?(?:instructions?|prompts?|directives?|directions|programming|system\s+prompt|"
-    r"guidelines|rules)\s+(?:that\s+|which\s+)?you\s+(?:\w+\s+){0,2}?(?:received|were\s+given|got|have\s+been\s+given|"
-    r"were\s+told|read|saw)\b[^.;\n]{0,40}?\b(?:were|was|are|is|have\s+been|has\s+been)\s+(?:\w+\s+){0,2}?(?:a\s+mistake|"
-    r"mistaken|wrong|void|null|fake|a\s+test|cancel+ed|revoked|withdrawn|expired|obsolete|outdated|superseded|invalid|"
+    # C': "the instructions you received earlier were a mistake",
+    # "whatever you were told before no longer counts"
+    r"\b(?:(?:the|your|all|any|those|these)\s+)?(?:instructions?|prompts?|directives?|directions|"
+    r"programming|system\s+prompt|"
+    r"guidelines|rules)\s+(?:that\s+|which\s+)?you\s+(?:\w+\s+){0,2}?(?:received|were\s+given|got|"
+    r"have\s+been\s+given|"
+    r"were\s+told|read|saw)\b[^.;\n]{0,40}?\b(?:were|was|are|is|have\s+been|"
+    r"has\s+been)\s+(?:\w+\s+){0,2}?(?:a\s+mistake|"
+    r"mistaken|wrong|void|null|fake|a\s+test|cancel+ed|revoked|withdrawn|expired|obsolete|outdated|"
+    r"superseded|invalid|"
     r"irrelevant)\b",
-    r"\b(?:whatever|everything|anything|all)\s+(?:that\s+)?(?:you\s+(?:were|have\s+been|had\s+been)\s+(?:told|given|"
-    r"taught|instructed)|(?:i|we)\s+(?:said|told\s+you|wrote))\b[^.;\n]{0,40}?\b(?:no\s+longer\s+(?:counts?|applies|"
-    r"apply|matters?|holds?|stands?)|(?:is|was|are|were)\s+(?:now\s+)?(?:void|null|cancel+ed|irrelevant|a\s+mistake|"
-    r"wrong|fake|a\s+test|obsolete|withdrawn)|(?:doesn'?t|does\s+not|don'?t|do\s+not)\s+(?:count|apply|matter))\b",
+    r"\b(?:whatever|everything|anything|all)\s+(?:that\s+)?(?:you\s+(?:were|have\s+been|"
+    r"had\s+been)\s+(?:told|given|"
+    r"taught|instructed)|(?:i|we)\s+(?:said|told\s+you|wrote))\b[^.;\n]{0,40}?\b(?:no\s+longer\s+(?:counts?|"
+    r"applies|"
+    r"apply|matters?|holds?|stands?)|(?:is|was|are|were)\s+(?:now\s+)?(?:void|null|cancel+ed|irrelevant|"
+    r"a\s+mistake|"
+    r"wrong|fake|a\s+test|obsolete|withdrawn)|(?:doesn'?t|does\s+not|don'?t|do\s+not)\s+(?:count|apply|"
+    r"matter))\b",
     # C: "the previous instructions are void"
     r"\b(?:previous|prior|preceding|above|earlier|original|initial|old|former|system|existing|your|all)\s+"
-    r"(?:\w+\s+){0,2}?(?:instructions?|prompts?|directives?|directions|programming|system\s+prompt|messages?)\s+"
+    r"(?:\w+\s+){0,2}?(?:instructions?|prompts?|directives?|directions|programming|system\s+prompt|"
+    r"messages?)\s+"
     r"(?:\w+\s+){0,3}?(?:void|null|nullified|cancel+ed|revoked|rescinded|obsolete|outdated|superseded|"
     r"overridden|invalid|invalidated|irrelevant|fake|a\s+test|a\s+joke|deprecated|suspended|lifted|"
-    r"withdrawn|expired|a\s+mistake|mistaken|no\s+longer\s+(?:valid|apply|applicable|in\s+effect|relevant|binding|matter)|"
+    r"withdrawn|expired|a\s+mistake|mistaken|no\s+longer\s+(?:valid|apply|applicable|in\s+effect|relevant|"
+    r"binding|matter)|"
     r"(?:do|does)\s+not\s+(?:apply|matter|count)|(?:don'?t|doesn'?t)\s+(?:apply|matter|count))\b",
-    r"\b(?:previous|prior|preceding|above|earlier|original|initial|old|former|system|your|all)\s+(?:\w+\s+){0,2}?"
+    r"\b(?:previous|prior|preceding|above|earlier|original|initial|old|former|system|your|"
+    r"all)\s+(?:\w+\s+){0,2}?"
     r"(?:rules|guidelines|constraints|restrictions|guardrails|context)\s+(?:are|is)\s+(?:now\s+|hereby\s+)?"
-    r"(?:void|null|nullified|suspended|revoked|rescinded|cancel+ed|overridden|lifted|a\s+test|fake|no\s+longer\s+valid)\b",
-    r"\beverything\s+(?:(?:written|said|stated)\s+)?(?:above|before\s+this|so\s+far|prior\s+to\s+this|until\s+now)"
+    r"(?:void|null|nullified|suspended|revoked|rescinded|cancel+ed|overridden|lifted|a\s+test|fake|"
+    r"no\s+longer\s+valid)\b",
+    r"\beverything\s+(?:(?:written|said|stated)\s+)?(?:above|before\s+this|so\s+far|prior\s+to\s+this|"
+    r"until\s+now)"
     r"\s+(?:\w+\s+){0,2}?(?:is|was)\s+(?:\w+\s+){0,2}?(?:void|null|a\s+test|fake|irrelevant|outdated|"
     r"wrong|a\s+lie|a\s+joke|cancel+ed|obsolete)\b",
     # F: urgent stop
@@ -228,52 +256,67 @@ _IGNORE_ML = [  # matched on the normalised text without confusable folding (oth
     r"no\s+sigas|desconsidera|desconsidere)\s+(?:\w+\s+){0,4}?(?:instrucciones|indicaciones|directrices|"
     r"ordenes|reglas\s+(?:anteriores|previas)|instruccion)",
     r"\b(?:ignore[zr]?|oublie[zr]?|neglige[zr]?|ne\s+tiens?\s+pas\s+compte\s+des?|ne\s+suis\s+pas)\s+"
-    r"(?:les|toutes|tous|vos|tes|ces|des|la|le|mes|nos)\s+(?:\w+\s+){0,3}?(?:instructions|consignes|directives|regles\s+(?:precedentes|anterieures)|indications)",
+    r"(?:les|toutes|tous|vos|tes|ces|des|la|le|mes|nos)\s+(?:\w+\s+){0,3}?(?:instructions|consignes|"
+    r"directives|regles\s+(?:precedentes|anterieures)|indications)",
     r"\b(?:ignoriere|ignorieren|ignorier|vergiss|vergessen|missachte|ubergehe|uberspringe)\s+(?:\w+\s+){0,4}?"
     r"(?:anweisungen|anweisung|befehle|vorgaben|instruktionen|regeln|richtlinien)",
     r"\b(?:ignora|dimentica|trascura|ignorate|dimenticate)\s+(?:\w+\s+){0,4}?(?:istruzioni|indicazioni|"
     r"regole\s+precedenti|direttive)",
     r"\b(?:ignore|ignora|esqueca|esquecam|desconsidere|desconsidera)\s+(?:\w+\s+){0,4}?(?:instrucoes|"
     r"instrucao|orientacoes|regras\s+anteriores|diretrizes)",
-    r"(?:игнорируи(?:те)?|игнорировать|проигнорируи(?:те)?|забудь(?:те)?|забыть|не\s+обращаи(?:те)?\s+внимания\s+на|"
+    r"(?:игнорируи(?:те)?|игнорировать|проигнорируи(?:те)?|забудь(?:те)?|забыть|"
+    r"не\s+обращаи(?:те)?\s+внимания\s+на|"
     r"отбрось|отмени)\s+(?:[\w-]+\s+){0,4}?(?:инструкци\w*|указани\w*|правил\w*|команд\w*|промпт\w*)",
 ]
 
 _JB_ADJ = (
     r"(?:unrestricted|unfiltered|uncensored|unlimited|jailbroken|rogue|evil|unaligned|amoral|unbound|"
-    r"unchained|liberated|lawless|unethical|limitless|(?:without|with\s+no)\s+(?:any\s+)?(?:ethical\s+|moral\s+|"
-    r"content\s+|safety\s+)?(?:filters|censorship|ethics|morals|guardrails|ethical\s+guidelines|content\s+polic(?:y|ies)|"
-    r"safety\s+guidelines|moral\s+guidelines)|free\s+(?:of|from)\s+(?:all\s+|any\s+)?(?:\w+\s+)?(?:restrictions|rules|"
-    r"limits|guidelines|policies|filters)|(?:released|freed|exempt(?:ed)?|liberated)\s+from\s+(?:all\s+|any\s+|"
+    r"unchained|liberated|lawless|unethical|limitless|(?:without|with\s+no)\s+(?:any\s+)?(?:ethical\s+|"
+    r"moral\s+|"
+    r"content\s+|safety\s+)?(?:filters|censorship|ethics|morals|guardrails|ethical\s+guidelines|"
+    r"content\s+polic(?:y|ies)|"
+    r"safety\s+guidelines|moral\s+guidelines)|free\s+(?:of|from)\s+(?:all\s+|"
+    r"any\s+)?(?:\w+\s+)?(?:restrictions|rules|"
+    r"limits|guidelines|policies|filters)|(?:released|freed|exempt(?:ed)?|liberated)\s+from\s+(?:all\s+|"
+    r"any\s+|"
     r"your\s+)?(?:\w+\s+)?(?:guidelines|rules|restrictions|policies|limits|constraints|programming|filters)|"
     r"no\s+longer\s+bound|dan|stan|dude|aim|developer\s+mode|god\s+mode)"
 )
-_AI = r"(?:ai|a\.i\.|assistant|chatbot|chat\s*bot|language\s+model|llm|model|gpt|chatgpt|claude|bot|agent|persona|character|entity)"
+_AI = (
+    r"(?:ai|a\.i\.|assistant|chatbot|chat\s*bot|language\s+model|llm|model|gpt|chatgpt|claude|bot|agent|"
+    r"persona|character|entity)"
+)
 _NEW_EN = [
     r"\b(?:new|updated|revised|real|actual|true|corrected|secret|hidden|additional|override|priority|urgent|"
     r"important|special|replacement)\s+(?:system\s+)?(?:instructions?|directives?|task|objective|mission|"
     r"prompt|commands?|orders\s+for\s+you)\s*(?::|-\s|—|\bfollow\b|\bare\b|\bis\b|\bbelow\b|\bas\s+follows|"
     r"\boverride|\bfor\s+you)",
     r"\b(?:real|secret|hidden|true|override|priority)\s+rules\s*(?::|\bare\b)",
-    r"\byour\s+(?:new|real|true|actual|updated|next|sole|one\s+and\s+only)\s+(?:task|job|goal|purpose|objective|"
+    r"\byour\s+(?:new|real|true|actual|updated|next|sole|one\s+and\s+only)\s+(?:task|job|goal|purpose|"
+    r"objective|"
     r"mission|role|instructions?|directive|priority|assignment|function)\s+(?:is|are|will\s+be|now\s+is|:)",
     r"\bfrom\s+now\s+on\b[^.\n]{0,40}?\b(?:you|your|ignore|respond|answer|act\s+as|behave|reply|output|"
     r"speak|obey|follow\s+(?:my|these|only))\b",
     r"\b(?:henceforth|hereafter|for\s+the\s+rest\s+of\s+(?:this|the|our)\s+(?:conversation|session|chat))"
     r"[^.\n]{0,30}?\byou\b",
-    rf"\byou(?:\s+are|'re|\s+r)\s+(?:now|henceforth|hereby|officially)\s+(?:[\w',:;-]+\s+){{0,3}}?(?:{_JB_ADJ}|{_AI}|free|"
-    r"in\s+(?:\w+\s+)?mode|my\s+\w+|an?\s+(?:\w+\s+){0,2}?(?:ai|assistant|bot|model|hacker|persona|character))\b",
-    r"\byou(?:\s+are|'re)\s+no\s+longer\s+(?:\w+\s+){0,3}?(?:an?\s+)?(?:ai|assistant|bound|restricted|limited|claude|"
+    rf"\byou(?:\s+are|'re|\s+r)\s+(?:now|henceforth|hereby|"
+    rf"officially)\s+(?:[\w',:;-]+\s+){{0,3}}?(?:{_JB_ADJ}|{_AI}|free|"
+    r"in\s+(?:\w+\s+)?mode|my\s+\w+|an?\s+(?:\w+\s+){0,2}?(?:ai|assistant|bot|model|hacker|persona|"
+    r"character))\b",
+    r"\byou(?:\s+are|'re)\s+no\s+longer\s+(?:\w+\s+){0,3}?(?:an?\s+)?(?:ai|assistant|bound|restricted|"
+    r"limited|claude|"
     r"chatgpt|model|required|subject|obliged|constrained|an\s+ai)\b",
     rf"\b(?:pretend|imagine|act|behave|respond|roleplay|role-play|play|answer|speak|talk|reply|write|"
-    rf"function|operate)\s+(?:[\w',:;-]+\s+){{0,4}}?(?:as|like|that|to\s+be|you\s+are|you'?re)\s+(?:[\w',:;-]+\s+){{0,4}}?"
+    rf"function|operate)\s+(?:[\w',:;-]+\s+){{0,4}}?(?:as|like|that|to\s+be|you\s+are|"
+    rf"you'?re)\s+(?:[\w',:;-]+\s+){{0,4}}?"
     rf"(?:{_JB_ADJ}|(?:an?\s+|the\s+)?{_AI}\s+(?:with\s+no|without|that\s+(?:has\s+no|can|does|ignores|never|"
     r"will|is\s+not)|who\s+(?:has\s+no|can|does|ignores|never|will|is\s+not)|which|free|not\s+bound|named|"
     r"called)|character\s+(?:named|called)|persona\s+(?:named|called|of))",
     r"\b(?:act|behave|function|operate|serve|work)\s+as\s+(?:an?\s+|the\s+|my\s+)?(?:\w+\s+){0,2}?"
     r"(?:linux\s+)?(?:terminal|shell|bash|console|command\s+line|python\s+interpreter|interpreter|"
     r"sql\s+(?:database|console|terminal))\b",
-    r"\b(?:immerse|immersing|immersed)\s+(?:yourself|your\s*self)\s+(?:\w+\s+){0,4}?(?:role|character|persona|part)\b",
+    r"\b(?:immerse|immersing|immersed)\s+(?:yourself|your\s*self)\s+(?:\w+\s+){0,4}?(?:role|character|"
+    r"persona|part)\b",
     r"\binto\s+the\s+role\s+of\s+(?:another\s+)?(?:an?\s+)?(?:\w+\s+){0,3}?(?:ai|model|assistant|character|"
     r"persona|named|called)\b",
     r"\b(?:let'?s\s+play\s+a\s+game|role-?\s?play(?:ing)?\s+(?:as|game|scenario|where|with|a\s+character)|"
@@ -281,18 +324,23 @@ _NEW_EN = [
     r"you\s+will\s+(?:now\s+)?(?:play|simulate|emulate|impersonate)\s+(?:the\s+role\s+of|an?\s+))",
     r"\b(?:god|jailbreak|jailbroken|unrestricted|unfiltered|uncensored|dan|evil|chaos|opposite|anti-?gpt|"
     r"unlocked|stan|dude|no-?limits?|superuser)\s+mode\b",
-    r"\b(?:(?:enable|enabled|activate|activated|enter|entering|switch\s+to|turn\s+on|engage|unlock|in|into|now)\s+"
-    r"(?:the\s+)?(?:developer|dev|debug|admin|sudo|root)\s+mode|(?:developer|dev|debug|admin|sudo|root)\s+mode\s*"
+    r"\b(?:(?:enable|enabled|activate|activated|enter|entering|switch\s+to|turn\s+on|engage|unlock|in|into|"
+    r"now)\s+"
+    r"(?:the\s+)?(?:developer|dev|debug|admin|sudo|root)\s+mode|(?:developer|dev|debug|admin|sudo|"
+    r"root)\s+mode\s*"
     r"(?:[:!]|\b(?:enabled|activated|on|engaged|unlocked|is\s+(?:now\s+)?(?:on|enabled|active))))",
     r"(?:^|\n|[.!?]\s+)\s*(?:system\s+|admin\s+|priority\s+|emergency\s+)?override\s*:",
-    r"\b(?:assume|adopt|take\s+on|put\s+on|step\s+into|play|become|embody|portray)\s+(?:the\s+)?(?:role|persona|"
+    r"\b(?:assume|adopt|take\s+on|put\s+on|step\s+into|play|become|embody|portray)\s+(?:the\s+)?(?:role|"
+    r"persona|"
     r"identity|character|mask|part)\s+of\s+"
     rf"(?:an?\s+|the\s+)?(?:[\w'-]+\s+){{0,3}}?{_AI}\b",
-    r"\b(?:two|2|dual|both|multiple)\s+(?:personas|personalities|modes|responses|answers)\b[^.\n]{0,80}?\b(?:without|"
+    r"\b(?:two|2|dual|both|multiple)\s+(?:personas|personalities|modes|responses|"
+    r"answers)\b[^.\n]{0,80}?\b(?:without|"
     r"no\s+(?:filters|rules|restrictions)|unfiltered|jailbroken|uncensored|unrestricted|dan)\b",
     r"\bdo\s+anything\s+now\b|\bjail\s*-?\s*(?:break(?:ing|s|ed|en)?|broken?)\b|\bpwned\b|"
     r"\bi\s+have\s+been\s+(?:pwned|hacked|owned|jailbroken|compromised)\b",
-    r"\b(?:as|are|called|named|become|play|simulate)\s+(?:\w+\s+){0,1}?dan\b|\bdan\s+(?:mode|prompt|jailbreak|"
+    r"\b(?:as|are|called|named|become|play|simulate)\s+(?:\w+\s+){0,1}?dan\b|\bdan\s+(?:mode|prompt|"
+    r"jailbreak|"
     r"persona|stands|which\s+stands|can\s+do)",
     r"\b(?:admin(?:istrator)?|root|sudo|superuser|developer|maintenance|debug|god|openai|anthropic|operator|"
     r"owner|creator)\s+(?:override|access|privileges?|clearance|command|authori[sz]ation)\b",
@@ -306,16 +354,24 @@ _NEW_EN = [
     r"exactly\s+)?[\"']",
     r"(?:^|[.!?:;]\s*|\b(?:and|then|now|just|simply|please)\s+)(?:say|print|output|type|repeat\s+after\s+me)"
     r"\s*:?\s*[\"'][^\"'\n]{1,80}[\"']",
-    rf"\b(?:you|your|{_AI})\b[^.\n]{{0,60}}?\b(?:no|without|free\s+(?:of|from)|unbound\s+by|not\s+bound\s+by)\s+"
-    r"(?:any\s+)?(?:\w+\s+){0,2}?(?:restrictions|filters|censorship|guidelines|ethics|morals|boundaries|rules|"
+    rf"\b(?:you|your|{_AI})\b[^.\n]{{0,60}}?\b(?:no|without|free\s+(?:of|from)|unbound\s+by|"
+    rf"not\s+bound\s+by)\s+"
+    r"(?:any\s+)?(?:\w+\s+){0,2}?(?:restrictions|filters|censorship|guidelines|ethics|morals|boundaries|"
+    r"rules|"
     r"content\s+polic(?:y|ies)|safety\s+(?:rules|guidelines|filters))\b",
-    r"\b(?:freed|released|liberated|unshackled|broken\s+free|break\s+free)\s+(?:from|of)\s+(?:\w+\s+){0,3}?(?:confines|"
-    r"rules|restrictions|limits|limitations|shackles|chains|guidelines|constraints|programming|policies|filters)\b",
-    r"\b(?:don'?t|do\s+not|no\s+longer|never)\s+(?:have|need)\s+to\s+(?:abide\s+by|follow|obey|comply\s+with|respect|"
-    r"adhere\s+to)\s+(?:any|the|your|those|these|its)?\s*(?:\w+\s+){0,2}?(?:rules|guidelines|policies|restrictions|"
+    r"\b(?:freed|released|liberated|unshackled|broken\s+free|break\s+free)\s+(?:from|"
+    r"of)\s+(?:\w+\s+){0,3}?(?:confines|"
+    r"rules|restrictions|limits|limitations|shackles|chains|guidelines|constraints|programming|policies|"
+    r"filters)\b",
+    r"\b(?:don'?t|do\s+not|no\s+longer|never)\s+(?:have|need)\s+to\s+(?:abide\s+by|follow|obey|"
+    r"comply\s+with|respect|"
+    r"adhere\s+to)\s+(?:any|the|your|those|these|its)?\s*(?:\w+\s+){0,2}?(?:rules|guidelines|policies|"
+    r"restrictions|"
     r"instructions|laws|filters)\b",
-    r"\b(?:imagine|pretend|suppose|picture|envision)\s+(?:that\s+)?(?:there\s+(?:is|was|were)\s+)?(?:an?\s+|the\s+)?"
-    r"(?:\w+\s+){0,2}?(?:ai|a\.i\.|assistant|chatbot|chat\s*bot|bot|llm|gpt|language\s+model)\s+(?:called|named|"
+    r"\b(?:imagine|pretend|suppose|picture|envision)\s+(?:that\s+)?(?:there\s+(?:is|was|were)\s+)?(?:an?\s+|"
+    r"the\s+)?"
+    r"(?:\w+\s+){0,2}?(?:ai|a\.i\.|assistant|chatbot|chat\s*bot|bot|llm|gpt|language\s+model)\s+(?:called|"
+    r"named|"
     r"known\s+as|that|which|who|without|with\s+no)\b",
     r"\b(?:no\s+longer|not)\s+(?:bound|restricted|limited|constrained)\s+by\s+(?:\w+\s+){0,3}?(?:rules|"
     r"guidelines|policies|restrictions|openai|anthropic|your\s+(?:creators|developers|programming))\b",
@@ -330,17 +386,21 @@ _OBJ_EXF = (
     r"(?:system\s+(?:prompts?|messages?|instructions?|configuration|config|settings|rules\s+you)|"
     r"(?:initial|original|hidden|secret|first|underlying|internal|confidential|full|complete|exact|"
     r"starting|opening|core|base|pre-?set)\s+(?:instructions?|prompts?|directives?|messages?|configuration|"
-    r"rules\s+you)|(?:hidden|secret|confidential|internal|underlying|initial|original|system|developer|opening)\s+"
+    r"rules\s+you)|(?:hidden|secret|confidential|internal|underlying|initial|original|system|developer|"
+    r"opening)\s+"
     r"(?:rules|guidelines|policies|criteria|preamble|setup|context|prompting|text)|preamble|"
     r"(?:rules|guidelines|instructions?|directives)\s+you\s+(?:were|have\s+been|had\s+been)\s+(?:given|told|"
-    r"provided|assigned|trained\s+on)|developer\s+(?:messages?|instructions?|prompts?)|pre-?prompts?|meta-?prompts?|"
+    r"provided|assigned|trained\s+on)|developer\s+(?:messages?|instructions?|prompts?)|pre-?prompts?|"
+    r"meta-?prompts?|"
     r"instructions?\s+(?:you\s+(?:were|have\s+been)\s+given|above|verbatim|in\s+full)|"
     r"your\s+(?:\w+\s+)?(?:instructions?|prompts?|directives|programming|configuration|system\s+prompt|"
     r"context\s+window|training\s+data|guidelines\s+verbatim|rules\s+verbatim)|"
-    r"(?:the\s+)?(?:text|words|content|everything|messages?|lines?)\s+(?:(?:that|which)\s+(?:appears?|is|was|comes|"
+    r"(?:the\s+)?(?:text|words|content|everything|messages?|lines?)\s+(?:(?:that|which)\s+(?:appears?|is|"
+    r"was|comes|"
     r"came)\s+)?(?:above|before\s+this|preceding|"
     r"at\s+the\s+(?:start|beginning|top))(?=\s*(?:[.,;:!?)\n\"']|$|verbatim|word|in\s+full|exactly|"
-    r"starting|this|of|the\s+(?:first|system|user|previous|initial|line|message|conversation)))|(?:first|previous|earlier|opening)\s+(?:message|prompt|lines?)\s+(?:of|in)\s+"
+    r"starting|this|of|the\s+(?:first|system|user|previous|initial|line|message|conversation)))|(?:first|"
+    r"previous|earlier|opening)\s+(?:message|prompt|lines?)\s+(?:of|in)\s+"
     r"(?:this|the|our)\s+(?:conversation|chat|context)|conversation\s+(?:so\s+far|history)|chat\s+history|"
     r"context\s+window)"
 )
@@ -353,20 +413,26 @@ _SECRET_OBJ = (
 _EXFIL_EN = [
     rf"\b{_V_EXF}\s+(?:\w+\s+){{0,4}}?(?:the\s+|your\s+|all\s+|my\s+|its\s+)?{_OBJ_EXF}",
     rf"\b(?:reveal|print|show|display|output|leak|dump|expose|echo|tell\s+me|give\s+me|send\s+me|share|"
-    rf"disclose|list|read\s+out|read\s+me|recite)\s+(?:\w+\s+){{0,3}}?(?:the\s+|your\s+|all\s+|any\s+|stored\s+)?{_SECRET_OBJ}",
-    r"\bwhat\s+(?:is|are|was|were)\s+(?:your|the)\s+(?:\w+\s+){0,2}?(?:instructions?|system\s+prompt|prompts?|"
+    rf"disclose|list|read\s+out|read\s+me|recite)\s+(?:\w+\s+){{0,3}}?(?:the\s+|your\s+|all\s+|any\s+|"
+    rf"stored\s+)?{_SECRET_OBJ}",
+    r"\bwhat\s+(?:is|are|was|were)\s+(?:your|the)\s+(?:\w+\s+){0,2}?(?:instructions?|system\s+prompt|"
+    r"prompts?|"
     r"directives|guidelines\s+you|rules\s+you\s+(?:follow|were\s+given)|initial\s+\w+|configuration|"
     r"programming)\b",
     r"\b(?:how|what)\s+were\s+you\s+(?:instructed|programmed|prompted|configured|told|trained|set\s+up)\b",
-    r"\b(?:which|what)\s+(?:\w+\s+){0,2}?(?:rules|instructions|guidelines|directives|prompt)\s+(?:were|have|had)\s+you\s+"
+    r"\b(?:which|what)\s+(?:\w+\s+){0,2}?(?:rules|instructions|guidelines|directives|prompt)\s+(?:were|have|"
+    r"had)\s+you\s+"
     r"(?:been\s+)?(?:given|told|provided|assigned|trained\s+on)\b",
-    r"\bwhat\s+(?:does|did|do)\s+(?:your|the)\s+(?:system|developer|initial|hidden|original|first)\s+(?:message|prompt|"
+    r"\bwhat\s+(?:does|did|do)\s+(?:your|the)\s+(?:system|developer|initial|hidden|original|"
+    r"first)\s+(?:message|prompt|"
     r"instructions?)\s+say\b",
-    r"\b(?:repeat|print|output|copy|reproduce|echo|recite|dump)\b[^.\n]{0,40}?\b(?:verbatim|word\s+for\s+word|"
+    r"\b(?:repeat|print|output|copy|reproduce|echo|recite|dump)\b[^.\n]{0,40}?\b(?:verbatim|"
+    r"word\s+for\s+word|"
     r"word-for-word|wordforword|in\s+full|exactly\s+as\s+(?:written|given)|starting\s+(?:with|from)\s+[\"'])",
     r"\bwhat\s+(?:was|is)\s+(?:written|said|stated|typed)\s+(?:above|before\s+this|at\s+the\s+(?:top|start|"
     r"beginning))\b",
-    r"\b(?:display|show|print|output|dump|reveal|list)\s+(?:the\s+|your\s+|full\s+|all\s+)*(?:system|internal|"
+    r"\b(?:display|show|print|output|dump|reveal|list)\s+(?:the\s+|your\s+|full\s+|all\s+)*(?:system|"
+    r"internal|"
     r"hidden|admin|debug)\s+(?:configuration|config|settings|state|variables|parameters|info(?:rmation)?)\b",
 ]
 
@@ -381,23 +447,27 @@ _ROLE_EN = [
     r"<\s*/?\s*s\s*>",
     r"<\|[^|<>\n]{1,40}\|>|<\|\s*/?\s*(?:system|user|assistant|im_start|im_end|endoftext)",
     r"\[\s*/?\s*inst\s*\]|<<\s*/?\s*sys(?:tem)?\s*>>",
-    r"\[\[?\s*/?\s*(?:system|sys|assistant|user|admin|administrator|developer|instructions?|human|ai|bot|root|"
+    r"\[\[?\s*/?\s*(?:system|sys|assistant|user|admin|administrator|developer|instructions?|human|ai|bot|"
+    r"root|"
     r"sudo|prompt|context|operator|system\s+(?:message|prompt|note|override)|admin\s+(?:message|override))"
     r"(?:\s+(?:message|prompt|note|override|instructions?))?\s*\]\]?",
     r"\(\s*(?:system|assistant|developer|admin)\s*(?:message|prompt|override)?\s*\)\s*:?",
     r"\{\{?\s*/?\s*(?:system|assistant|user|developer|admin|instructions?|sys|prompt)\s*\}?\}",
-    r"(?:(?m:^)|\n)\s*(?:#{1,6}|={2,}|-{3,}|\*{2,}|>+|\|)\s*(?:system|assistant|developer|admin|administrator|"
+    r"(?:(?m:^)|\n)\s*(?:#{1,6}|={2,}|-{3,}|\*{2,}|>+|\|)\s*(?:system|assistant|developer|admin|"
+    r"administrator|"
     r"human|user|ai|bot|model)\s*(?:message|prompt|instructions?|override|note|notice|turn)?\s*"
     r"(?::|\*{2,}|={2,}|-{3,}|#{1,6}|(?=\n)|$)",
     r"(?:(?m:^)|\n)\s*#{2,6}\s*(?:instruction|response|input|new\s+instructions?)s?\s*:?[ \t]*(?=\n|$)",
     r"(?:(?m:^)|\n|[.!?]\s+)\s*(?:\*\*|__|\*|_)?(?:system|sys|assistant|developer|admin|administrator|human|"
     r"ai|bot|operator|root|sudo|chatgpt|claude|gpt)(?:\s+(?:message|prompt|instructions?|"
     r"override|command|directive))?(?:\*\*|__|\*|_)?\s*:",
-    r"\b(?:system|developer|admin|administrator|assistant|operator)\s+(?:message|prompt|instructions?|override|"
+    r"\b(?:system|developer|admin|administrator|assistant|operator)\s+(?:message|prompt|instructions?|"
+    r"override|"
     r"command|directive)\s*:",
     r"\bassistant\s*:",
     r"```\s*(?:system|assistant|user|developer|admin|instructions?|sys)\b",
-    r"(?:<!--|\{%|\{\{|\[\[|<<|<\|)\s*[!#=/-]*\s*(?:end)?(?:system|sys|assistant|developer|admin|administrator|"
+    r"(?:<!--|\{%|\{\{|\[\[|<<|<\|)\s*[!#=/-]*\s*(?:end)?(?:system|sys|assistant|developer|admin|"
+    r"administrator|"
     r"instructions?|user|human)\b|\brole\s*[=:]\s*[\"']?(?:system|assistant|developer|admin)\b",
     r"\b(?:begin|start|end)\s+(?:of\s+)?(?:system|admin|developer|hidden)\s+(?:message|prompt|instructions?|"
     r"block|section)\b",
@@ -405,24 +475,30 @@ _ROLE_EN = [
 ]
 
 _TOOL_EN = [
-    r"</?\s*(?:tool_call|tool_calls|tool_use|tool_result|tool_code|tool_output|function_call|function_calls|function_results?|"
-    r"invoke|parameter|antml:[a-z_]+|tool|tools|execute|exec|run_command|api_call|action|function)\b[^<>]{0,80}>",
+    r"</?\s*(?:tool_call|tool_calls|tool_use|tool_result|tool_code|tool_output|function_call|function_calls|"
+    r"function_results?|"
+    r"invoke|parameter|antml:[a-z_]+|tool|tools|execute|exec|run_command|api_call|action|"
+    r"function)\b[^<>]{0,80}>",
     r"<function\s*=|<\|?python_tag\|?>|\[\s*tool_calls?\s*\]|\[\s*tool_request\s*\]|\[\s*function_call\s*\]",
     r"```\s*(?:tool_call|tool_code|tool_use|tool|function|function_call|json\s*\{\s*\"(?:name|tool|"
     r"function|action)\")",
-    r"\"(?:tool_calls|function_call|tool_use|tool_name|tool|function|action_input|tool_input)\"\s*:\s*[{\[\"]",
+    r"\"(?:tool_calls|function_call|tool_use|tool_name|tool|function|action_input|"
+    r"tool_input)\"\s*:\s*[{\[\"]",
     r"\{\s*\"(?:name|tool|tool_name|function|action|command|recipient_name)\"\s*:\s*\"[^\"]*\"\s*,\s*"
     r"\"(?:args|arguments|parameters|params|input|action_input|kwargs)\"\s*:",
     r"\"(?:arguments|parameters)\"\s*:\s*\{[^{}]*\}\s*,\s*\"name\"\s*:",
     r"\"type\"\s*:\s*\"(?:function|tool_use|tool_call|function_call)\"",
     r"\bfunctions\.[a-z_][a-z0-9_]*\s*\(|\bto=functions\.|\bassistant\s+to=",
-    r"\b(?:action|tool|function|call)\s*:\s*[a-z]+_[a-z_]+\s*\(|\baction\s+input\s*:|(?:(?m:^)|\n)\s*(?:action|tool|function|call)\s*:\s*[a-z]+_[a-z_]+\s*(?:\(|$)",
+    r"\b(?:action|tool|function|call)\s*:\s*[a-z]+_[a-z_]+\s*\(|\baction\s+input\s*:|(?:(?m:^)|"
+    r"\n)\s*(?:action|tool|function|call)\s*:\s*[a-z]+_[a-z_]+\s*(?:\(|$)",
     r"\b(?:transfer_funds|withdraw_\w+|send_(?:funds|crypto|transaction|email|payment|eth|btc)|"
     r"execute_(?:trade|transfer|command|code)|os\.system|subprocess\.\w+|shell_exec|run_shell|exec|eval|"
     r"__import__)\s*\(",
-    r"\b[a-z]*(?:approve|transfer|withdraw|send|grant|delete|disable|update|execute|place|cancel|close|mark|export|"
+    r"\b[a-z]*(?:approve|transfer|withdraw|send|grant|delete|disable|update|execute|place|cancel|close|mark|"
+    r"export|"
     r"override|drop|move|sweep|wire|set)_[a-z_]+\s*\(",
-    r"\b(?:curl|wget)\s+(?:-[a-z-]+\s+(?:\S+\s+)?)*(?:https?://|\S+\.\S+/)|\|\s*(?:ba|z|da)?sh\b|\brm\s+-rf\b|"
+    r"\b(?:curl|wget)\s+(?:-[a-z-]+\s+(?:\S+\s+)?)*(?:https?://|\S+\.\S+/)|\|\s*(?:ba|z|da)?sh\b|"
+    r"\brm\s+-rf\b|"
     r"\$\(\s*(?:curl|wget|cat|base64)\b|\bnc\s+-e\b|/dev/tcp/",
 ]
 
@@ -438,9 +514,11 @@ _MD_EN = [
     r"url-?encode)\b(?:[^.\n]|\.(?=\S)){0,80}?\b(?:conversation|chat|history|secrets?|api\s+keys?|passwords?|"
     r"credentials|context|system\s+prompt|prompt|messages?|user'?s?\s+(?:data|details|info\w*|messages?)|"
     r"balances?|positions?|portfolio|private\s+keys?|tokens?|personal\s+data|summary|"
-    r"previous\s+answers?)\b(?:[^.\n]|\.(?=\S)){0,60}?\b(?:url|link|query(?:\s+string)?|parameter|param|image|endpoint|"
+    r"previous\s+answers?)\b(?:[^.\n]|\.(?=\S)){0,60}?\b(?:url|link|query(?:\s+string)?|parameter|param|"
+    r"image|endpoint|"
     r"webhook|address)\b",
-    r"\b(?:to|into|in)\s+(?:the|this|that|a)\s+(?:url|link|image\s+url|query\s+string)\b[^.\n]{0,40}?\b(?:append|"
+    r"\b(?:to|into|in)\s+(?:the|this|that|a)\s+(?:url|link|image\s+url|"
+    r"query\s+string)\b[^.\n]{0,40}?\b(?:append|"
     r"add|include|insert|put)\b[^.\n]{0,40}?\b(?:conversation|chat|history|secrets?|keys?|passwords?|"
     r"context|prompt|messages?|data)\b",
     r"\b(?:send|post|fetch|request|ping|call|upload|exfiltrate|transmit|beacon|forward|submit|report)\s+"
@@ -461,57 +539,76 @@ _MD_EN = [
 _ADDRESS = (
     r"(?:0x[0-9a-f]{4,}|bc1[a-z0-9]{6,}|[13][a-km-z1-9]{25,34}|t[a-z0-9]{30,}|"
     r"(?:this|that|the\s+following|the\s+attacker'?s?|an?\s+external|external|another|a\s+different|outside|"
-    r"unknown|following|below|my\s+new|this\s+new)\s+(?:\w+\s+){0,2}?(?:wallet|address|account|iban|exchange\s+"
+    r"unknown|following|below|my\s+new|this\s+new)\s+(?:\w+\s+){0,2}?(?:wallet|address|account|iban|"
+    r"exchange\s+"
     r"account)|wallet\s+(?:address\s+)?[0-9a-z]{6,}|address\s+[0-9a-z]{6,}|account\s+(?:number\s+|no\.?\s+)?"
     r"[0-9a-z-]{6,}|iban\s+[a-z]{2}\d{2}|[\w.+-]+@[\w-]+\.\w+)"
 )
 _HARM_EN = [
-    r"\b(?:transfer|send|withdraw|move|wire|sweep|drain|bridge|forward|remit|pay\s+out|empty)\s+(?:\w+\s+){0,4}?"
-    r"(?:all|every|entire|whole|full|100\s*%|maximum|max|remaining)\s+(?:\w+\s+){0,3}?(?:funds?|balances?|money|"
+    r"\b(?:transfer|send|withdraw|move|wire|sweep|drain|bridge|forward|remit|pay\s+out|"
+    r"empty)\s+(?:\w+\s+){0,4}?"
+    r"(?:all|every|entire|whole|full|100\s*%|maximum|max|remaining)\s+(?:\w+\s+){0,3}?(?:funds?|balances?|"
+    r"money|"
     r"coins?|tokens?|btc|eth|usdt|usdc|sol|crypto|assets?|holdings?|capital|equity|portfolio|positions?|"
     r"collateral|savings|cash|bitcoin|ether|stablecoins?)\s+(?:\w+\s+){0,4}?(?:to|into|towards?)\s+"
     r"(?:\w+\s+){0,4}?" + _ADDRESS,
     r"\b(?:send|transfer|withdraw|wire|sweep|drain)\b[^.\n]{0,60}?\bto\s+(?:0x[0-9a-f]{6,}|bc1[a-z0-9]{8,}|"
     r"(?:the\s+)?(?:attacker|external|unknown|following)\s+(?:wallet|address))",
-    r"\b(?:skip|remove|ignore|drop)\s+(?:\w+\s+){0,3}?(?:risk\s+(?:checks?|limits?|controls?|engine|gates?)|safety\s+"
-    r"(?:checks?|limits?|filters?|rails|controls?)|guardrails?|kill[\s-]?switch(?:es)?|circuit[\s-]?breakers?|"
-    r"(?:2fa|mfa|two[\s-]factor)(?:\s+\w+)?|human\s+(?:review|approval|in\s+the\s+loop)|compliance\s+(?:checks?|"
+    r"\b(?:skip|remove|ignore|drop)\s+(?:\w+\s+){0,3}?(?:risk\s+(?:checks?|limits?|controls?|engine|gates?)|"
+    r"safety\s+"
+    r"(?:checks?|limits?|filters?|rails|controls?)|guardrails?|kill[\s-]?switch(?:es)?|"
+    r"circuit[\s-]?breakers?|"
+    r"(?:2fa|mfa|two[\s-]factor)(?:\s+\w+)?|human\s+(?:review|approval|in\s+the\s+loop)|"
+    r"compliance\s+(?:checks?|"
     r"review|controls)|audit\s+(?:log|logging|trail)s?|withdrawal\s+(?:limits?|whitelist|allowlist))",
-    r"\b(?:turn|switch|shut|power|flip)\s+(?:the\s+|your\s+|all\s+|any\s+)?(?:\w+\s+){0,2}?(?:risk\s+(?:engine|"
-    r"checks?|limits?|controls?|manager)|safety\s+\w+|guardrails?|kill[\s-]?switch(?:es)?|circuit[\s-]?breakers?|2fa|"
+    r"\b(?:turn|switch|shut|power|flip)\s+(?:the\s+|your\s+|all\s+|"
+    r"any\s+)?(?:\w+\s+){0,2}?(?:risk\s+(?:engine|"
+    r"checks?|limits?|controls?|manager)|safety\s+\w+|guardrails?|kill[\s-]?switch(?:es)?|"
+    r"circuit[\s-]?breakers?|2fa|"
     r"mfa|two[\s-]factor\s+\w+|compliance\s+\w+|audit\s+\w+)\s+off\b",
     r"\b(?:disable|deactivate|turn\s+off|switch\s+off|bypass|circumvent|suppress|silence|defeat|"
     r"kill|neutrali[sz]e|shut\s+off|shut\s+down|get\s+around|work\s+around)\s+(?:\w+\s+){0,3}?(?:risk\s+"
-    r"(?:checks?|limits?|controls?|engine|management\s+checks|gates?|manager|rules)|safety\s+(?:checks?|limits?|"
+    r"(?:checks?|limits?|controls?|engine|management\s+checks|gates?|manager|rules)|safety\s+(?:checks?|"
+    r"limits?|"
     r"filters?|rails|features?|mechanisms?|controls?)|guardrails?|kill[\s-]?switch(?:es)?|circuit[\s-]?"
     r"breakers?|(?:2fa|mfa|two[\s-]factor)(?:\s+\w+)?|confirmation\s+(?:step|prompts?|dialogs?|checks?)|"
     r"human\s+(?:review|approval|in\s+the\s+loop)|approval\s+(?:step|flow|process|checks?)|compliance\s+"
-    r"(?:checks?|rules|review|alerts|controls|monitoring)|audit\s+(?:log|logging|trail)s?|withdrawal\s+(?:limits?|whitelist|allowlist)|"
+    r"(?:checks?|rules|review|alerts|controls|monitoring)|audit\s+(?:log|logging|trail)s?|"
+    r"withdrawal\s+(?:limits?|whitelist|allowlist)|"
     r"position\s+limits?|(?:content|safety)\s+filters?)",
     r"\b(?:approve|authori[sz]e|accept|sign\s+off\s+on|confirm|greenlight)\s+"
     r"(?:\w+\s+){0,2}?(?:every|all|any|each)\s+(?:\w+\s+){0,2}?(?:orders?|trades?|transactions?|withdrawals?|"
     r"transfers?|requests?|proposals?|payments?)\b[\s,]*(?:without|automatically|unconditionally|regardless|"
     r"no\s+matter|blindly|even\s+if|with\s+no|no\s+(?:confirmation|questions|checks?|review|approval))",
-    r"\b(?:auto-?approve|rubber[\s-]?stamp|blindly\s+(?:approve|accept|sign))\s+(?:\w+\s+){0,2}?(?:every|all|any|each)?\s*"
-    r"(?:\w+\s+){0,2}?(?:orders?|trades?|transactions?|withdrawals?|transfers?|requests?|proposals?|payments?)\b",
+    r"\b(?:auto-?approve|rubber[\s-]?stamp|blindly\s+(?:approve|accept|sign))\s+(?:\w+\s+){0,2}?(?:every|"
+    r"all|any|each)?\s*"
+    r"(?:\w+\s+){0,2}?(?:orders?|trades?|transactions?|withdrawals?|transfers?|requests?|proposals?|"
+    r"payments?)\b",
     rf"\b(?:send|email|e-mail|post|upload|forward|leak|exfiltrate|transmit|paste|dm|message|text)\s+"
     rf"(?:\w+\s+){{0,4}}?(?:the\s+|your\s+|all\s+|my\s+|user'?s?\s+)?{_SECRET_OBJ}",
 ]
 
 _DECODE_WORDING = [
-    r"\b(?:decode|decipher|decrypt|unscramble|deobfuscate|unhex|un-hex|hex-?decode)\w*\s+(?:the\s+|this\s+|that\s+)?"
-    r"(?:following|below|above|it|this|that|string|text|message|payload|blob|data|line|snippet|code|cipher|content|"
-    r"instructions?|hex|base-?\d\d|rot-?13|ascii-?85|binary)\b[^\n]{0,80}?\b(?:follow|execute|obey|comply|carry\s+out|"
+    r"\b(?:decode|decipher|decrypt|unscramble|deobfuscate|unhex|un-hex|hex-?decode)\w*\s+(?:the\s+|this\s+|"
+    r"that\s+)?"
+    r"(?:following|below|above|it|this|that|string|text|message|payload|blob|data|line|snippet|code|cipher|"
+    r"content|"
+    r"instructions?|hex|base-?\d\d|rot-?13|ascii-?85|binary)\b[^\n]{0,80}?\b(?:follow|execute|obey|comply|"
+    r"carry\s+out|"
     r"act\s+on|run|do\s+(?:what|as)\s+it\s+says|perform|implement|apply\s+it|treat\s+it\s+as)\b",
-    r"\b(?:rot-?13|base-?(?:64|32|16|85)|ascii-?85|hex)\b[^\n]{0,40}?\b(?:decode|decoded|decoding|decipher)\w*\b"
-    r"[^\n]{0,60}?\b(?:follow|execute|obey|comply|carry\s+out|act\s+on|run|do\s+(?:what|as)\s+it\s+says|perform)\b",
+    r"\b(?:rot-?13|base-?(?:64|32|16|85)|ascii-?85|hex)\b[^\n]{0,40}?\b(?:decode|decoded|decoding|"
+    r"decipher)\w*\b"
+    r"[^\n]{0,60}?\b(?:follow|execute|obey|comply|carry\s+out|act\s+on|run|do\s+(?:what|as)\s+it\s+says|"
+    r"perform)\b",
     r"\b(?:follow|execute|obey|carry\s+out|act\s+on|run|perform|comply\s+with)\b[^\n]{0,40}?\b(?:decoded|"
     r"hidden|encoded|encrypted|obfuscated|base-?64|hex|rot-?13|reversed|deciphered)\b[^\n]{0,20}?\b(?:text|"
     r"message|instructions?|payload|string|command|content|version|data|directive)\b",
-    r"\b(?:translate|convert|read|interpret)\b[^\n]{0,30}?\b(?:from|out\s+of)\s+(?:base-?64|base-?32|base-?16|"
+    r"\b(?:translate|convert|read|interpret)\b[^\n]{0,30}?\b(?:from|out\s+of)\s+(?:base-?64|base-?32|"
+    r"base-?16|"
     r"hex(?:adecimal)?|rot-?13|ascii-?85|binary|morse|leet(?:speak)?)\b[^\n]{0,80}?\b(?:follow|execute|"
     r"obey|comply|carry\s+out|act\s+on|do\s+(?:what|as)\s+it\s+says)\b",
-    r"\b(?:the\s+)?(?:following|below|this|next)\s+(?:is\s+)?(?:a\s+)?(?:base-?64|base-?32|base-?16|hex|rot-?13|"
+    r"\b(?:the\s+)?(?:following|below|this|next)\s+(?:is\s+)?(?:a\s+)?(?:base-?64|base-?32|base-?16|hex|"
+    r"rot-?13|"
     r"ascii-?85|encoded|encrypted|obfuscated)\s+(?:\w+\s+){0,2}?(?:instructions?|commands?|payload|directive|"
     r"message\s+(?:for|to)\s+you|order)\b",
 ]
@@ -554,17 +651,22 @@ _COMPILED_ML = [re.compile(p) for p in _IGNORE_ML]
 
 _CLAUSE_SPLIT_RE = re.compile(r"[.;!?\n]+(?=\s|$)|[;!?\n]|:\s")
 _DISMISS_RE = re.compile(
-    r"\b(?:ignor(?:e|es|ed|ing)|disregard(?:s|ed|ing)?|forget(?:s|ting)?|forgot|overrid(?:e|es|ing|den)|overrul(?:e|es|ed)|"
-    r"bypass(?:es|ed|ing)?|discard(?:s|ed|ing)?|dismiss(?:es|ed|ing)?|abandon(?:s|ed|ing)?|neglect(?:s|ed|ing)?|"
+    r"\b(?:ignor(?:e|es|ed|ing)|disregard(?:s|ed|ing)?|forget(?:s|ting)?|forgot|overrid(?:e|es|ing|den)|"
+    r"overrul(?:e|es|ed)|"
+    r"bypass(?:es|ed|ing)?|discard(?:s|ed|ing)?|dismiss(?:es|ed|ing)?|abandon(?:s|ed|ing)?|neglect(?:s|ed|"
+    r"ing)?|"
     r"nullif(?:y|ies|ied)|revok(?:e|es|ed)|rescind(?:s|ed)?|unlearn|scrap|ditch|erase|wipe|purge|"
     r"set\s+aside|put\s+aside|never\s+mind|pay\s+no\s+(?:attention|heed|mind)|"
-    r"(?:do\s+not|don'?t|never|no\s+longer|stop)\s+(?:pay(?:ing)?\s+(?:any\s+)?attention\s+to|follow(?:ing)?|obey(?:ing)?|"
-    r"apply(?:ing)?|observ(?:e|ing)|heed(?:ing)?|respect(?:ing)?|us(?:e|ing)|take\s+into\s+account|consider(?:ing)?|"
+    r"(?:do\s+not|don'?t|never|no\s+longer|stop)\s+(?:pay(?:ing)?\s+(?:any\s+)?attention\s+to|"
+    r"follow(?:ing)?|obey(?:ing)?|"
+    r"apply(?:ing)?|observ(?:e|ing)|heed(?:ing)?|respect(?:ing)?|us(?:e|ing)|take\s+into\s+account|"
+    r"consider(?:ing)?|"
     r"adher(?:e|ing)\s+to|listen(?:ing)?\s+to|comply(?:ing)?\s+with)|"
     r"leave\s+behind|get\s+rid\s+of|throw\s+(?:out|away)|move\s+on\s+from|"
     r"treat\s+(?:\w+\s+){0,5}?as\s+(?:irrelevant|void|null|obsolete|cancel+ed|invalid|fake|a\s+test)|"
     r"consider\s+(?:\w+\s+){0,5}?(?:void|null|obsolete|cancel+ed|invalid|irrelevant)|"
-    r"(?:are|is|were|was|have\s+been|has\s+been|now)\s+(?:hereby\s+|now\s+)?(?:void(?:ed)?|null|nullified|cancel+ed|"
+    r"(?:are|is|were|was|have\s+been|has\s+been|now)\s+(?:hereby\s+|now\s+)?(?:void(?:ed)?|null|nullified|"
+    r"cancel+ed|"
     r"revoked|rescinded|withdrawn|expired|obsolete|outdated|superseded|overridden|suspended|lifted|invalid|"
     r"irrelevant|a\s+mistake|mistaken|fake|a\s+test)|"
     r"no\s+longer\s+(?:appl(?:y|ies)|counts?|matters?|valid|holds?|binding|in\s+effect)|"
@@ -573,97 +675,132 @@ _DISMISS_RE = re.compile(
     r"(?:don'?t|doesn'?t|do\s+not|does\s+not)\s+(?:apply|count|matter))\b"
 )
 _CORE_DISMISS_RE = re.compile(
-    r"(?:ignor|disregard|forget|forgot|overrid|overrul|bypass|discard|dismiss|abandon|neglect|set\s+aside|put\s+aside|"
+    r"(?:ignor|disregard|forget|forgot|overrid|overrul|bypass|discard|dismiss|abandon|neglect|set\s+aside|"
+    r"put\s+aside|"
     r"never\s+mind|pay\s+no|do\s+not|don'?t|never|no\s+longer|stop|erase|unlearn|scrap|ditch)"
 )
 _DISMISS_NEG_RE = re.compile(rf"\b{_NEG}\s+(?:ever\s+|even\s+|just\s+)?$")
 _STRONG_NOUN_RE = re.compile(
-    r"\b(?:instructions?|directives?|directions|prompts?|preprompt|programming|guidelines?|guidance|polic(?:y|ies)|training|"
-    r"conditioning|configuration|constraints?|restrictions?|guardrails?|commands|system\s+(?:prompt|message)s?)\b"
+    r"\b(?:instructions?|directives?|directions|prompts?|preprompt|programming|guidelines?|guidance|"
+    r"polic(?:y|ies)|training|"
+    r"conditioning|configuration|constraints?|restrictions?|guardrails?|commands|system\s+(?:prompt|"
+    r"message)s?)\b"
 )
 _WEAK_NOUN_RE = re.compile(
-    r"\b(?:rules?|rulebook|context|text|content|data|input|messages?|everything|anything|whatever|setup|brief|"
+    r"\b(?:rules?|rulebook|context|text|content|data|input|messages?|everything|anything|whatever|setup|"
+    r"brief|"
     r"briefing|mandate|script|"
     r"what\s+(?:\w+\s+){0,3}?(?:told|said|gave|wrote|instructed))\b"
 )
 _STRONG_ANCHOR_RE = re.compile(
-    r"\b(?:you(?:'ve|'re|\s+are|\s+were|\s+have\s+been|\s+had\s+been|\s+have)?\s+(?:been\s+)?(?:given|told|taught|"
-    r"trained|following|operating|using|set\s+up|configured|loaded|provided|handed|received|got)|given\s+to\s+you|"
+    r"\b(?:you(?:'ve|'re|\s+are|\s+were|\s+have\s+been|\s+had\s+been|\s+have)?\s+(?:been\s+)?(?:given|told|"
+    r"taught|"
+    r"trained|following|operating|using|set\s+up|configured|loaded|provided|handed|received|got)|"
+    r"given\s+to\s+you|"
     r"told\s+you|came\s+before|comes\s+before|so\s+far|until\s+now|up\s+to\s+now|"
-    r"this\s+(?:paragraph|text|message|prompt|conversation|chat|line|entry|point|sentence)|the\s+rest\s+of\s+(?:this|the)|"
+    r"this\s+(?:paragraph|text|message|prompt|conversation|chat|line|entry|point|sentence)|"
+    r"the\s+rest\s+of\s+(?:this|the)|"
     r"earlier\s+text|old\s+context|operator|administrator|admin|developers?|creators?|trainers?|verbatim)\b"
 )
 _WEAK_ANCHOR_RE = re.compile(
     r"\b(?:previous(?:ly)?|prior|preceding|above|earlier|original|initial|usual|old|former|your|its)\b"
 )
 _EXFIL_VERB_RE = re.compile(
-    r"\b(?:reveal|print|show|display|repeat|output|leak|dump|expose|echo|recite|spell\s+out|write|put|copy|paste|"
-    r"give\s+me|tell\s+me|send\s+me|share|disclose|list|quote|reproduce|summari[sz]e|translate|return|provide|"
+    r"\b(?:reveal|print|show|display|repeat|output|leak|dump|expose|echo|recite|spell\s+out|write|put|copy|"
+    r"paste|"
+    r"give\s+me|tell\s+me|send\s+me|share|disclose|list|quote|reproduce|summari[sz]e|translate|return|"
+    r"provide|"
     r"what|which)\b"
 )
 _EXFIL_NOUN_RE = re.compile(
-    r"\b(?:instructions?|prompts?|system\s+(?:prompt|message|configuration|settings)|preamble|configuration|directives?|"
+    r"\b(?:instructions?|prompts?|system\s+(?:prompt|message|configuration|settings)|preamble|configuration|"
+    r"directives?|"
     r"programming|context\s+window|first\s+message|guidelines|rules|messages?|setup)\b"
 )
 _EXFIL_SECRET_RE = re.compile(
-    r"\b(?:api\s+(?:keys?|tokens?|secrets?)|secret\s+keys?|private\s+keys?|passwords?|passphrases?|credentials|"
-    r"seed\s+phrases?|mnemonics?|access\s+tokens?|auth\s+tokens?|session\s+tokens?|env(?:ironment)?\s+variables)\b"
+    r"\b(?:api\s+(?:keys?|tokens?|secrets?)|secret\s+keys?|private\s+keys?|passwords?|passphrases?|"
+    r"credentials|"
+    r"seed\s+phrases?|mnemonics?|access\s+tokens?|auth\s+tokens?|session\s+tokens?|"
+    r"env(?:ironment)?\s+variables)\b"
 )
 _EXFIL_ANCHOR_RE = re.compile(
-    r"\b(?:your|you\s+(?:were|have\s+been|use|follow|received|got|are\s+using)|initial|original|hidden|secret|"
-    r"developer|verbatim|word\s+for\s+word|word-for-word|precede[sd]?|preceding|above|before\s+this|earlier|first|"
-    r"confidential|internal|loaded|you\s+(?:were|have\s+been|had\s+been)\s+(?:told|given|instructed|asked|shown))\b"
+    r"\b(?:your|you\s+(?:were|have\s+been|use|follow|received|got|are\s+using)|initial|original|hidden|"
+    r"secret|"
+    r"developer|verbatim|word\s+for\s+word|word-for-word|precede[sd]?|preceding|above|before\s+this|earlier|"
+    r"first|"
+    r"confidential|internal|loaded|you\s+(?:were|have\s+been|had\s+been)\s+(?:told|given|instructed|asked|"
+    r"shown))\b"
 )
 _PERSONA_RE = re.compile(
-    r"\b(?:pretend(?:ing)?|imagine|act(?:ing)?|behav(?:e|ing)|role-?\s?play(?:ing)?|play(?:ing)?|become|simulate|emulate|"
+    r"\b(?:pretend(?:ing)?|imagine|act(?:ing)?|behav(?:e|ing)|role-?\s?play(?:ing)?|play(?:ing)?|become|"
+    r"simulate|emulate|"
     r"impersonate|you(?:'re|\s+are|\s+will\s+be|\s+become)|be)\b"
 )
 _AI_NOUN_RE = re.compile(
-    r"\b(?:ai|a\.i\.|assistant|chatbot|chat\s*bot|bot|llm|language\s+model|model|gpt|persona|character|entity|"
+    r"\b(?:ai|a\.i\.|assistant|chatbot|chat\s*bot|bot|llm|language\s+model|model|gpt|persona|character|"
+    r"entity|"
     r"version\s+of\s+yourself|oracle|alter\s+ego)\b"
 )
 _UNRESTRICTED_RE = re.compile(
-    r"\b(?:(?:no|never|without|zero|free\s+(?:of|from))\s+(?:\w+\s+){0,2}?(?:rules|restrictions|limits|limitations|filters|"
-    r"guidelines|ethics|morals|policies|censorship|boundaries|guardrails|training|alignment|safeguards|safety)|never\s+(?:refuses?|says\s+no)|"
+    r"\b(?:(?:no|never|without|zero|free\s+(?:of|from))\s+(?:\w+\s+){0,2}?(?:rules|restrictions|limits|"
+    r"limitations|filters|"
+    r"guidelines|ethics|morals|policies|censorship|boundaries|guardrails|training|alignment|safeguards|"
+    r"safety)|never\s+(?:refuses?|says\s+no)|"
     r"unfiltered|uncensored|unrestricted|unlimited|jailbroken|rogue|evil|unaligned|amoral|lawless|unethical|"
-    r"ignores?\s+(?:its|all|any|every|the|your)\s+(?:\w+\s+)?(?:developers?|creators?|rules|guidelines|policies|"
+    r"ignores?\s+(?:its|all|any|every|the|your)\s+(?:\w+\s+)?(?:developers?|creators?|rules|guidelines|"
+    r"policies|"
     r"instructions|restrictions)|bypass(?:es|ing)?\s+(?:\w+\s+)?(?:limits|rules|restrictions|filters)|"
     r"(?:can|will)\s+do\s+anything|broken\s+free|unbound|unchained)\b"
 )
 _RESET_RE = re.compile(
-    r"\b(?:reset|revert|return|restore|wipe)\b[^.\n]{0,30}?\b(?:blank|clean|empty|factory)\s+(?:state|slate|settings|"
+    r"\b(?:reset|revert|return|restore|wipe)\b[^.\n]{0,30}?\b(?:blank|clean|empty|factory)\s+(?:state|slate|"
+    r"settings|"
     r"mode|memory)\b"
 )
 _CLAUSE_GATE = frozenset(
-    "ignore ignores ignored ignoring disregard disregards disregarded disregarding forget forgets forgetting forgot "
-    "override overrides overriding overridden overrule bypass discard dismiss abandon neglect nullify revoke revoked "
-    "rescind rescinded unlearn scrap ditch erase wipe purge aside mind attention not don never longer stop leave rid "
-    "throw move treat consider void voided null nullified cancelled canceled withdrawn expired obsolete outdated "
-    "superseded suspended lifted invalid irrelevant mistake mistaken fake test doesn does reset revert restore "
-    "supersede supersedes superseding invalidate invalidates invalidated precedence authority force weight".split()
+    "ignore ignores ignored ignoring disregard disregards disregarded disregarding forget forgets forgetting"
+    " forgot "
+    "override overrides overriding overridden overrule bypass discard dismiss abandon neglect nullify revoke"
+    " revoked "
+    "rescind rescinded unlearn scrap ditch erase wipe purge aside mind attention not don never longer stop l"
+    "eave rid "
+    "throw move treat consider void voided null nullified cancelled canceled withdrawn expired obsolete outd"
+    "ated "
+    "superseded suspended lifted invalid irrelevant mistake mistaken fake test doesn does reset revert resto"
+    "re "
+    "supersede supersedes superseding invalidate invalidates invalidated precedence authority force "
+    "weight".split()
 )
 _EXFIL_GATE = frozenset(
-    "reveal print show display repeat output leak dump expose echo recite spell write put copy paste give tell send "
+    "reveal print show display repeat output leak dump expose echo recite spell write put copy paste give te"
+    "ll send "
     "share disclose list quote reproduce summarize summarise translate return provide what which".split()
 )
 _PERSONA_GATE = frozenset(
-    "pretend pretending imagine act acting behave behaving roleplay role play playing become simulate emulate "
+    "pretend pretending imagine act acting behave behaving roleplay role play playing become simulate emulat"
+    "e "
     "impersonate you be".split()
 )
 _OVERRIDE_NOUNS = frozenset(
     "instruction instructions directive directives directions prompt prompts preprompt programming guideline "
-    "guidelines guidance policy policies training conditioning configuration constraint constraints restriction "
-    "restrictions guardrail guardrails commands system rule rules rulebook context text content data input message "
-    "messages everything anything whatever what setup blank clean empty factory brief briefing mandate script".split()
+    "guidelines guidance policy policies training conditioning configuration constraint constraints restrict"
+    "ion "
+    "restrictions guardrail guardrails commands system rule rules rulebook context text content data input m"
+    "essage "
+    "messages everything anything whatever what setup blank clean empty factory brief briefing mandate "
+    "script".split()
 )
 _EXFIL_NOUNS = frozenset(
-    "instruction instructions prompt prompts system preamble configuration directive directives programming context "
-    "first guidelines rules message messages setup told given instructed shown asked api secret private password "
+    "instruction instructions prompt prompts system preamble configuration directive directives programming "
+    "context "
+    "first guidelines rules message messages setup told given instructed shown asked api secret private pass"
+    "word "
     "passwords passphrase passphrases "
     "credentials seed mnemonic mnemonics access auth session env environment".split()
 )
 _PERSONA_NOUNS = frozenset(
-    "ai a assistant chatbot chat bot llm language model gpt persona character entity yourself oracle alter ego".split()
+    "ai a assistant chatbot chat bot llm language model gpt persona character entity yourself oracle alter "
+    "ego".split()
 )
 
 
@@ -697,8 +834,10 @@ def _near(*groups: list[tuple[int, int]], window: int = 160) -> tuple[int, int] 
 
 
 _HUMAN_SOURCE_RE = re.compile(
-    r"\bfrom\s+(?:the\s+|our\s+|my\s+)?(?:risk|compliance|trading|execution|research|investment|operations|ops)?\s*"
-    r"(?:desk|pm|portfolio\s+manager|manager|broker|team|client|committee|analyst|cio|head\s+trader|regulator)\b"
+    r"\bfrom\s+(?:the\s+|our\s+|my\s+)?(?:risk|compliance|trading|execution|research|investment|operations|"
+    r"ops)?\s*"
+    r"(?:desk|pm|portfolio\s+manager|manager|broker|team|client|committee|analyst|cio|head\s+trader|"
+    r"regulator)\b"
 )
 
 
@@ -712,7 +851,15 @@ def _clause_hits(text: str, words: frozenset[str]) -> list[tuple[str, int, int]]
     out: list[tuple[str, int, int]] = []
     for m in _RESET_RE.finditer(text):
         out.append(("ignore_instructions", m.start(), m.end()))
-    for a, b in _clauses(text):
+    # only clauses holding a verb of a family are read (the verbs are found once over the whole text)
+    starts = [m.start() for m in _DISMISS_RE.finditer(text)] if override else []
+    starts += [m.start() for m in _EXFIL_VERB_RE.finditer(text)] if exfil else []
+    starts += [m.start() for m in _PERSONA_RE.finditer(text)] if persona else []
+    if not starts:
+        return out
+    clauses = _clauses(text)
+    keep = sorted({bisect.bisect_right([c[0] for c in clauses], x) - 1 for x in starts})
+    for a, b in (clauses[i] for i in keep if i >= 0):
         clause = text[a:b]
         if _HUMAN_SOURCE_RE.search(clause):
             continue  # instructions from the desk, the PM, a client: the methodology's own subject matter
@@ -741,8 +888,14 @@ def _clause_hits(text: str, words: frozenset[str]) -> list[tuple[str, int, int]]
                 secret = _near(verbs, _spans(_EXFIL_SECRET_RE, clause, a), window=60)
                 nouns = _spans(_EXFIL_NOUN_RE, clause, a)
                 anchors = _spans(_EXFIL_ANCHOR_RE, clause, a)
-                strong_nouns = [x for x in nouns if text[x[0] : x[1]] not in ("rules", "guidelines", "messages", "message", "setup")]
-                strong_anchors = [x for x in anchors if text[x[0] : x[1]] not in ("your", "first", "above", "earlier")]
+                strong_nouns = [
+                    x
+                    for x in nouns
+                    if text[x[0] : x[1]] not in ("rules", "guidelines", "messages", "message", "setup")
+                ]
+                strong_anchors = [
+                    x for x in anchors if text[x[0] : x[1]] not in ("your", "first", "above", "earlier")
+                ]
                 told = [x for x in anchors if text[x[0] : x[1]].startswith("you ")]
                 span = (
                     secret
@@ -764,7 +917,9 @@ def _clause_hits(text: str, words: frozenset[str]) -> list[tuple[str, int, int]]
         if persona:
             personas = _spans(_PERSONA_RE, clause, a)
             if personas:
-                span = _near(personas, _spans(_AI_NOUN_RE, clause, a), _spans(_UNRESTRICTED_RE, clause, a), window=140)
+                span = _near(
+                    personas, _spans(_AI_NOUN_RE, clause, a), _spans(_UNRESTRICTED_RE, clause, a), window=140
+                )
                 if span:
                     out.append(("new_instructions", *span))
     return out
@@ -823,37 +978,50 @@ def _G(*groups: str, subs: tuple[str, ...] = ()) -> _Gate:
 
 
 _V_IGN = (
-    "ignor* disre* forge* overlook overr* overrule bypas* skip drop discard dismiss abandon neglect nullify void "
+    "ignor* disre* forge* overlook overr* overrule bypas* skip drop discard dismiss abandon neglect nullify "
+    "void "
     "cancel revoke rescind erase delete clear wipe scrap purge unlearn reset ditch toss throw escape"
 )
-_V_IGN_CORE = "ignor* disre* forge* overlook overr* overrule bypas* dismiss discard neglect scratch skip erase"
+_V_IGN_CORE = (
+    "ignor* disre* forge* overlook overr* overrule bypas* dismiss discard neglect scratch skip erase"
+)
 _V_IGN_MULTI = "aside attention heed mind notice longer behind rid yourself free care"
 _G_FOLLOW = "follow obey adhere listen comply respect heed"
 _G_OBJ = (
-    "instr* promp* direc* programming preprogramming guard* guide* const* comma* conditioning training alignment "
-    "restr* limitation limitations safeguard safeguards rules policy policies filter filters message messages settings"
+    "instr* promp* direc* programming preprogramming guard* guide* const* comma* conditioning training align"
+    "ment "
+    "restr* limitation limitations safeguard safeguards rules policy policies filter filters message message"
+    "s settings"
 )
 _G_CQ = (
-    "previous previously prior preceding above aforementioned earlier foregoing former following below subsequent "
+    "previous previously prior preceding above aforementioned earlier foregoing former following below subse"
+    "quent "
     "rest remainder initial original system developer hidden built your"
 )
 _G_AMBIG = (
-    "rule rules context messages message text content data input conversation chat discussion history task tasks "
-    "guidance advice information info statement statements words lines line paragraph paragraphs section sections "
-    "document documents notes note policy policies filter filters setting settings config configuration persona "
+    "rule rules context messages message text content data input conversation chat discussion history task t"
+    "asks "
+    "guidance advice information info statement statements words lines line paragraph paragraphs section sec"
+    "tions "
+    "document documents notes note policy policies filter filters setting settings config configuration pers"
+    "ona "
     "role identity setup framework"
 )
 _G_SECRET = (
     "api apikey apikeys keys key secret private passw* passp* credential credentials seed mnemonic mnemonics "
-    "recovery access tokens token auth authentication session cookies cookie fa otp env environment wallet keystore"
+    "recovery access tokens token auth authentication session cookies cookie fa otp env environment wallet k"
+    "eystore"
 )
 _G_STALE = (
-    "void null nullified cancelled canceled revoked rescinded obsolete outdated superseded overridden invalid "
-    "invalidated irrelevant fake test joke deprecated suspended lifted withdrawn longer not don doesn apply matter "
+    "void null nullified cancelled canceled revoked rescinded obsolete outdated superseded overridden invali"
+    "d "
+    "invalidated irrelevant fake test joke deprecated suspended lifted withdrawn longer not don doesn apply "
+    "matter "
     "count wrong lie"
 )
 _G_AI = (
-    "you your ai a assistant chatbot chat bot language llm model gpt chatgpt claude agent persona character entity"
+    "you your ai a assistant chatbot chat bot language llm model gpt chatgpt claude agent persona character "
+    "entity"
 )
 
 
@@ -873,19 +1041,35 @@ _GATES: dict[str, list[_Gate]] = {
         _ignore_gate(_G_CQ, _G_AMBIG),
         _ignore_gate(_G_CQ, _G_AMBIG + " " + _G_OBJ),
         _G("set put push cast toss throw leave lay sweep", "aside side out away behind"),
-        _G("rulebook rules guidelines script instructions orders directions guidance", "you",
-           "given handed told provided assigned issued"),
+        _G(
+            "rulebook rules guidelines script instructions orders directions guidance",
+            "you",
+            "given handed told provided assigned issued",
+        ),
         _ignore_gate(_G_AMBIG + " everything anything all"),
         _ignore_gate("everything all anything whatever what"),
-        _G("instr* promp* directive directives directions programming guidelines rules", "you",
-           "received given got told read saw", "mistake mistaken wrong void null fake test cancelled canceled revoked "
-           "withdrawn expired obsolete outdated superseded invalid irrelevant"),
-        _G("whatever everything anything all", "told given taught instructed said wrote",
-           "longer void null cancelled canceled irrelevant mistake wrong fake test obsolete withdrawn doesn does don do"),
-        _G("previous prior preceding above earlier original initial old former system existing your all",
-           "instr* promp* directive directives directions programming message messages"),
-        _G("previous prior preceding above earlier original initial old former system your all",
-           "rules guidelines constraints restrictions guardrails context", "are is"),
+        _G(
+            "instr* promp* directive directives directions programming guidelines rules",
+            "you",
+            "received given got told read saw",
+            "mistake mistaken wrong void null fake test cancelled canceled revoked "
+            "withdrawn expired obsolete outdated superseded invalid irrelevant",
+        ),
+        _G(
+            "whatever everything anything all",
+            "told given taught instructed said wrote",
+            "longer void null cancelled canceled irrelevant mistake wrong fake test obsolete withdrawn doesn"
+            " does don do",
+        ),
+        _G(
+            "previous prior preceding above earlier original initial old former system existing your all",
+            "instr* promp* directive directives directions programming message messages",
+        ),
+        _G(
+            "previous prior preceding above earlier original initial old former system your all",
+            "rules guidelines constraints restrictions guardrails context",
+            "are is",
+        ),
         _G("everything"),
         _G("stop", "everything all"),
         _G("stop", "what whatever"),
@@ -893,19 +1077,28 @@ _GATES: dict[str, list[_Gate]] = {
         _G("halt abort cease terminate"),
     ],
     "new_instructions": [
-        _G("new updated revised real actual true corrected secret hidden additional override priority urgent important "
-           "special replacement", "instruction instructions directive directives task objective mission prompt command "
-           "commands orders"),
+        _G(
+            "new updated revised real actual true corrected secret hidden additional override priority urgen"
+            "t important "
+            "special replacement",
+            "instruction instructions directive directives task objective mission prompt command "
+            "commands orders",
+        ),
         _G("real secret hidden true override priority", "rules"),
         _G("your", "new real true actual updated next sole only"),
         _G("from", "now", "on"),
         _G("henceforth hereafter rest"),
         _G("you", "now henceforth hereby officially"),
         _G("you", "longer"),
-        _G("pretend imagine act behave respond roleplay role play answer speak talk reply write function operate",
-           "unrestricted unfiltered uncensored unlimited jailbroken rogue evil unaligned amoral unbound unchained "
-           "liberated lawless unethical limitless without with free released freed exempt exempted no dan stan dude "
-           "aim developer god " + _G_AI + " named called"),
+        _G(
+            "pretend imagine act behave respond roleplay role play answer speak talk reply write function op"
+            "erate",
+            "unrestricted unfiltered uncensored unlimited jailbroken rogue evil unaligned amoral unbound unc"
+            "hained "
+            "liberated lawless unethical limitless without with free released freed exempt exempted no dan s"
+            "tan dude "
+            "aim developer god " + _G_AI + " named called",
+        ),
         _G("act behave function operate serve work", "terminal shell bash console command interpreter sql"),
         _G("immerse immersing immersed"),
         _G("role"),
@@ -913,123 +1106,219 @@ _GATES: dict[str, list[_Gate]] = {
         _G("mode"),
         _G("mode"),
         _G("override"),
-        _G("assume adopt take put step play become embody portray", "role persona identity character mask part"),
+        _G(
+            "assume adopt take put step play become embody portray",
+            "role persona identity character mask part",
+        ),
         _G("personas personalities modes responses answers"),
-        _G("anything jail jailbreak jailbroken jailbreaking jailbreaks jailbroke pwned hacked owned compromised"),
+        _G(
+            "anything jail jailbreak jailbroken jailbreaking jailbreaks jailbroke pwned hacked owned comprom"
+            "ised"
+        ),
         _G("dan"),
-        _G("admin administrator root sudo superuser developer maintenance debug god openai anthropic operator owner "
-           "creator", "override access privileges privilege clearance command authorization authorisation"),
+        _G(
+            "admin administrator root sudo superuser developer maintenance debug god openai anthropic operat"
+            "or owner "
+            "creator",
+            "override access privileges privilege clearance command authorization authorisation",
+        ),
         _G("pretend"),
         _G("system", "override authorization authorisation clearance command"),
         _G("code level", "override access clearance authorization authorisation"),
         _G("begin start open prefix", "your"),
         _G("respond reply answer", subs=('"', "'")),
         _G("say print output type repeat", subs=('"', "'")),
-        _G(_G_AI, "restrictions filters censorship guidelines ethics morals boundaries rules content safety",
-           "no without free unbound bound"),
+        _G(
+            _G_AI,
+            "restrictions filters censorship guidelines ethics morals boundaries rules content safety",
+            "no without free unbound bound",
+        ),
         _G("freed released liberated unshackled broken break", "from of"),
-        _G("have need", "abide follow obey comply respect adhere",
-           "rules guidelines policies restrictions instructions laws filters"),
+        _G(
+            "have need",
+            "abide follow obey comply respect adhere",
+            "rules guidelines policies restrictions instructions laws filters",
+        ),
         _G("imagine pretend suppose picture envision", "ai a assistant chatbot chat bot llm gpt language"),
         _G("bound restricted limited constrained"),
     ],
     "prompt_exfiltration": [
-        _G("reveal print show display repeat output leak dump expose echo recite spell write tell give send provide "
-           "list share disclose paste copy return summarize summarise translate describe state type read reproduce "
-           "quote render what", "promp* preprompt preprompts metaprompt metaprompts instr* directive directives "
-           "programming configuration config window training verbatim conversation chat history messages message "
-           "rules guidelines policies criteria settings text words content everything lines line preamble setup "
-           "context prompting"),
-        _G("reveal print show display output leak dump expose echo tell give send share disclose list read recite",
-           _G_SECRET),
+        _G(
+            "reveal print show display repeat output leak dump expose echo recite spell write tell give send"
+            " provide "
+            "list share disclose paste copy return summarize summarise translate describe state type read re"
+            "produce "
+            "quote render what",
+            "promp* preprompt preprompts metaprompt metaprompts instr* directive directives "
+            "programming configuration config window training verbatim conversation chat history messages me"
+            "ssage "
+            "rules guidelines policies criteria settings text words content everything lines line preamble s"
+            "etup "
+            "context prompting",
+        ),
+        _G(
+            "reveal print show display output leak dump expose echo tell give send share disclose list read "
+            "recite",
+            _G_SECRET,
+        ),
         _G("what", "instr* promp* directives guidelines rules initial configuration programming system"),
         _G("were", "instructed programmed prompted configured told trained set"),
-        _G("which what", "rules instructions guidelines directives prompt", "given told provided assigned trained"),
+        _G(
+            "which what",
+            "rules instructions guidelines directives prompt",
+            "given told provided assigned trained",
+        ),
         _G("what", "does did do", "say"),
-        _G("repeat print output copy reproduce echo recite dump", "verbatim word wordforword full exactly starting"),
+        _G(
+            "repeat print output copy reproduce echo recite dump",
+            "verbatim word wordforword full exactly starting",
+        ),
         _G("what", "written said stated typed"),
-        _G("display show print output dump reveal list",
-           "configuration config settings state variables parameters info information"),
+        _G(
+            "display show print output dump reveal list",
+            "configuration config settings state variables parameters info information",
+        ),
     ],
     "role_tag": [
-        _G("system sys assistant user human developer dev admin administrator root instruction instructions inst "
-           "prompt context operator sudo model ai bot im endoftext end start important priority override secret "
-           "hidden command directive jailbreak policy guidelines systemprompt sysprompt", subs=("<",)),
+        _G(
+            "system sys assistant user human developer dev admin administrator root instruction instructions"
+            " inst "
+            "prompt context operator sudo model ai bot im endoftext end start important priority override se"
+            "cret "
+            "hidden command directive jailbreak policy guidelines systemprompt sysprompt",
+            subs=("<",),
+        ),
         _G("s", subs=("<",)),
         _G(subs=("<|",)),
         _G("inst sys system"),
-        _G(subs=("[",)),
+        _G(
+            "system sys assistant user admin administrator developer instruction instructions human ai bot r"
+            "oot sudo prompt context operator",
+            subs=("[",),
+        ),
         _G("system assistant developer admin", subs=("(",)),
-        _G(subs=("{",)),
-        _G("system assistant developer admin administrator human user ai bot model instruction instructions "
-           "response input"),
-        _G(subs=("#",)),
-        _G("system sys assistant developer admin administrator human ai user model bot operator root sudo chatgpt "
-           "claude gpt", subs=(":",)),
+        _G("system assistant user developer admin instruction instructions sys prompt", subs=("{",)),
+        _G(
+            "system assistant developer admin administrator human user ai bot model instruction instructions "
+            "response input"
+        ),
+        _G("instruction instructions response input new", subs=("#",)),
+        _G(
+            "system sys assistant developer admin administrator human ai user model bot operator root sudo c"
+            "hatgpt "
+            "claude gpt",
+            subs=(":",),
+        ),
         _G("system developer admin administrator assistant operator", subs=(":",)),
         _G("assistant", subs=(":",)),
-        _G(subs=("```",)),
-        _G(subs=("<!--", "{%", "{{", "[[", "<<", "<|", "role")),
+        _G("system assistant user developer admin instruction instructions sys", subs=("```",)),
+        _G(
+            "system sys assistant developer admin administrator instruction instructions user human endsyste"
+            "m "
+            "endassistant enduser endadmin enddeveloper endinstructions",
+            subs=("<!--", "{%", "{{", "[[", "<<", "<|", "role"),
+        ),
         _G("begin start end", "system admin developer hidden"),
         _G("begin end", subs=("--",)),
     ],
     "tool_call_syntax": [
-        _G(subs=("<",)),
-        _G(subs=("<function", "python_tag", "[")),
-        _G(subs=("```",)),
-        _G(subs=('"',)),
-        _G(subs=("{",)),
-        _G(subs=("{",)),
+        _G(
+            "tool call calls use result code output function results invoke parameter antml tools execute ex"
+            "ec run "
+            "command api action",
+            subs=("<",),
+        ),
+        _G("function python tag tool calls call request", subs=("<function", "python_tag", "[")),
+        _G("tool call code use function json name action", subs=("```",)),
+        _G("tool calls function call use name action input", subs=('"',)),
+        _G("name tool function action command recipient", subs=("{",)),
+        _G("arguments parameters", subs=("{",)),
         _G("type", subs=('"',)),
         _G("functions assistant"),
         _G("action tool function call input", subs=(":",)),
-        _G(subs=("(",)),
-        _G("approve transfer withdraw send grant delete disable update execute place cancel close mark export override "
-           "drop move sweep wire set", subs=("(",)),
+        _G(
+            "transfer funds withdraw send execute os system subprocess shell exec run eval import",
+            subs=("(",),
+        ),
+        _G(
+            "approve transfer withdraw send grant delete disable update execute place cancel close mark expo"
+            "rt override "
+            "drop move sweep wire set",
+            subs=("(",),
+        ),
         _G("curl wget sh bash zsh dash rm cat base nc dev"),
     ],
     "markdown_exfiltration": [
         _G(subs=("![",)),
         _G(subs=("![",)),
         _G(subs=("//",)),
-        _G(subs=("://",)),
-        _G(subs=("=",)),
+        _G("http https", subs=("://",)),
+        _G("http https", subs=("=",)),
         _G(subs=("](",)),
-        _G("append add include insert put encode embed attach concatenate substitute replace fill url",
-           "url link query parameter param image endpoint webhook address"),
+        _G(
+            "append add include insert put encode embed attach concatenate substitute replace fill url",
+            "url link query parameter param image endpoint webhook address",
+        ),
         _G("url link query", "append add include insert put"),
-        _G("send post fetch request ping call upload exfiltrate transmit beacon forward submit report",
-           subs=("http", "www.")),
-        _G("img image iframe script object embed link meta form svg video audio source base frame frameset applet "
-           "style input body html", subs=("<",)),
+        _G(
+            "send post fetch request ping call upload exfiltrate transmit beacon forward submit report",
+            subs=("http", "www."),
+        ),
+        _G(
+            "img image iframe script object embed link meta form svg video audio source base frame frameset "
+            "applet "
+            "style input body html",
+            subs=("<",),
+        ),
         _G("onerror onload onclick onmouseover onfocus onbegin", subs=("=",)),
         _G("javascript html"),
         _G("src href"),
         _G("document navigator window fetch image xmlhttprequest"),
-        _G(subs=("url(",)),
-        _G("webhook requestbin pipedream ngrok burpcollaborator interact oast hookbin beeceptor requestcatcher "
-           "canarytokens postb"),
+        _G("url", subs=("url(",)),
+        _G(
+            "webhook requestbin pipedream ngrok burpcollaborator interact oast hookbin beeceptor requestcatc"
+            "her "
+            "canarytokens postb"
+        ),
     ],
     "harmful_action": [
-        _G("transfer send withdraw move wire sweep drain bridge forward remit pay empty", "to into toward towards"),
+        _G(
+            "transfer send withdraw move wire sweep drain bridge forward remit pay empty",
+            "to into toward towards",
+        ),
         _G("send transfer withdraw wire sweep drain", "to"),
-        _G("skip remove ignore drop", "risk safety guardrail guardrails kill killswitch circuit fa mfa two human "
-           "compliance audit withdrawal"),
+        _G(
+            "skip remove ignore drop",
+            "risk safety guardrail guardrails kill killswitch circuit fa mfa two human "
+            "compliance audit withdrawal",
+        ),
         _G("turn switch shut power flip", "off"),
-        _G("disable deactivate bypass circumvent suppress silence defeat kill neutralize neutralise off "
-           "around", "risk safety guardrail guardrails kill killswitch circuit fa mfa two confirmation human approval "
-           "compliance audit withdrawal position content"),
+        _G(
+            "disable deactivate bypass circumvent suppress silence defeat kill neutralize neutralise off "
+            "around",
+            "risk safety guardrail guardrails kill killswitch circuit fa mfa two confirmation human approval "
+            "compliance audit withdrawal position content",
+        ),
         _G("approve authorize authorise accept sign confirm greenlight", "every all any each"),
         _G("auto autoapprove rubber blindly"),
         _G("send email e mail post upload forward leak exfiltrate transmit paste dm message text", _G_SECRET),
     ],
     "encoded_payload": [
-        _G("decode decoded decoding decodes decipher deciphered decrypt decrypted unscramble deobfuscate unhex un "
-           "hexdecode", "follow execute obey comply carry act run do perform implement apply treat"),
-        _G("rot base ascii hex", "decode decoded decoding decodes decipher deciphered",
-           "follow execute obey comply carry act run do perform"),
-        _G("follow execute obey carry act run perform comply",
-           "decoded hidden encoded encrypted obfuscated base hex rot reversed deciphered"),
+        _G(
+            "decode decoded decoding decodes decipher deciphered decrypt decrypted unscramble deobfuscate un"
+            "hex un "
+            "hexdecode",
+            "follow execute obey comply carry act run do perform implement apply treat",
+        ),
+        _G(
+            "rot base ascii hex",
+            "decode decoded decoding decodes decipher deciphered",
+            "follow execute obey comply carry act run do perform",
+        ),
+        _G(
+            "follow execute obey carry act run perform comply",
+            "decoded hidden encoded encrypted obfuscated base hex rot reversed deciphered",
+        ),
         _G("translate convert read interpret", "base hex hexadecimal rot ascii binary morse leet leetspeak"),
         _G("following below this next", "base hex rot ascii encoded encrypted obfuscated"),
     ],
@@ -1056,8 +1345,10 @@ for _pid, (_f, _p, _gate) in enumerate(_PATTERN_LIST):
         for _index, _keys in ((_BY_EXACT, _exact), (_BY_P4, _p4), (_BY_P5, _p5)):
             for _k in _keys:
                 _index.setdefault(_k, set()).add(_pid)
-_ML_GATE = _G("ignor* olvid* desca* descarte omite omita sigas desco* oubli* negli* tiens tient suis vergi* verge* "
-              "missa* uberg* ubers* dimen* trasc* esque*")
+_ML_GATE = _G(
+    "ignor* olvid* desca* descarte omite omita sigas desco* oubli* negli* tiens tient suis vergi* verge* "
+    "missa* uberg* ubers* dimen* trasc* esque*"
+)
 _TOKEN_RE = re.compile(r"[^\W\d_]+")
 _USE_GATES = True  # tests switch gates off to check they never hide a match
 
@@ -1065,15 +1356,21 @@ _USE_GATES = True  # tests switch gates off to check they never hide a match
 def _prefixes(text: str) -> _Words:
     tokens = frozenset(_TOKEN_RE.findall(text))
     return _Words(tokens, frozenset(w[:4] for w in tokens), frozenset(w[:5] for w in tokens))
+
+
 # families whose matches do not count right after a negation ("never reveal your system prompt")
 _NEGATABLE = frozenset({"ignore_instructions", "prompt_exfiltration", "harmful_action"})
 _NEG_BEFORE = re.compile(rf"\b{_NEG}\s+(?:ever\s+|to\s+|even\s+|just\s+)?$")
 _NEGATABLE_START = re.compile(
-    r"(?:ignore|ignoring|disregard|forget|overlook|override|overrule|bypass|skip|drop|discard|dismiss|neglect|"
+    r"(?:ignore|ignoring|disregard|forget|overlook|override|overrule|bypass|skip|drop|discard|dismiss|"
+    r"neglect|"
     r"reveal|print|show|display|repeat|output|leak|dump|expose|share|disclose|send|email|post|upload|forward|"
     r"transfer|withdraw|move|disable|turn|switch|remove|approve|paste|give|tell|list)"
 )
-HIDDEN_UNICODE = r"[\u00ad\u034f\u061c\u115f\u1160\u17b4\u17b5\u180b-\u180f\u200b-\u200f\u202a-\u202e\u2060-\u206f\u2800\u3164\ufe00-\ufe0f\ufeff\uffa0\ufff9-\ufffb\U000e0000-\U000e007f\U000e0100-\U000e01ef]"
+HIDDEN_UNICODE = (
+    r"[\u00ad\u034f\u061c\u115f\u1160\u17b4\u17b5\u180b-\u180f\u200b-\u200f\u202a-\u202e\u2060-\u206f\u2800"
+    r"\u3164\ufe00-\ufe0f\ufeff\uffa0\ufff9-\ufffb\U000e0000-\U000e007f\U000e0100-\U000e01ef]"
+)
 PATTERNS["hidden_unicode"] = HIDDEN_UNICODE
 
 # ------------------------------------------------------------------------------- normalisation
@@ -1196,7 +1493,12 @@ def _emoji_exempt(text: str, i: int) -> bool:
     prev = text[i - 1] if i > 0 else ""
     nxt = text[i + 1] if i + 1 < len(text) else ""
     if cp == 0x200D:  # ZWJ between pictographs (family, profession emoji)
-        return bool(prev) and bool(nxt) and (_is_pictograph(prev) or ord(prev) in (0xFE0F,)) and _is_pictograph(nxt)
+        return (
+            bool(prev)
+            and bool(nxt)
+            and (_is_pictograph(prev) or ord(prev) in (0xFE0F,))
+            and _is_pictograph(nxt)
+        )
     if cp in (0xFE0E, 0xFE0F):  # text/emoji presentation after a symbol or a keycap base
         return bool(prev) and (_is_pictograph(prev) or prev in "0123456789#*")
     if 0xE0020 <= cp <= 0xE007F:  # subdivision flags: black flag + a-z tags + cancel tag
@@ -1312,7 +1614,22 @@ def normalise(text: str) -> str:
 
 _SPACED_RE = re.compile(r"(?<![a-z0-9])(?:[a-z][ .\-_*|/\\~+·•]{1,3}){3,}[a-z](?![a-z0-9])")
 _INNER_SEP_RE = re.compile(r"(?<=[a-z])[.\-_*|~^'·•]+(?=[a-z])")
-_LEET = {"0": "o", "1": "i", "3": "e", "4": "a", "5": "s", "7": "t", "8": "b", "9": "g", "@": "a", "$": "s", "!": "i", "|": "l", "+": "t", "€": "e"}
+_LEET = {
+    "0": "o",
+    "1": "i",
+    "3": "e",
+    "4": "a",
+    "5": "s",
+    "7": "t",
+    "8": "b",
+    "9": "g",
+    "@": "a",
+    "$": "s",
+    "!": "i",
+    "|": "l",
+    "+": "t",
+    "€": "e",
+}
 _LEET_TOKEN_RE = re.compile(r"[a-z0-9@$!|+€]*[a-z][a-z0-9@$!|+€]*")
 _LEET_CHARS = frozenset(_LEET)
 
@@ -1379,15 +1696,17 @@ def _leet(view: _View) -> _View | None:
 
 
 _REPAIR_WORDS = frozenset(
-    "ignore disregard forget previous prior instructions instruction system prompt override bypass reveal developer "
-    "guidelines directives approve everything jailbreak pretend assistant unrestricted restrictions above guidance "
+    "ignore disregard forget previous prior instructions instruction system prompt override bypass reveal de"
+    "veloper "
+    "guidelines directives approve everything jailbreak pretend assistant unrestricted restrictions above gu"
+    "idance "
     "rules context".split()
 )
 _REPAIR_BY_INITIAL: dict[str, list[str]] = {}
 for _w in sorted(_REPAIR_WORDS):
     _REPAIR_BY_INITIAL.setdefault(_w[0], []).append(_w)
 _WORD_SPAN_RE = re.compile(r"[a-z]+")
-_REPAIR_PREFIXES = frozenset(w[:i] for w in _REPAIR_WORDS for i in range(2, len(w)))
+_REPAIR_PREFIXES = frozenset(w[:i] for w in _REPAIR_WORDS for i in range(3, len(w)))
 
 
 def _edit_distance(a: str, b: str, limit: int) -> int:
@@ -1457,6 +1776,29 @@ def _repaired(view: _View) -> _View | None:
     return _View("".join(chars), tuple(idx))
 
 
+def _rot13_text(text: str) -> str:
+    return codecs.encode(text, "rot13")
+
+
+def _reversed_text(text: str) -> str:
+    return text[::-1]
+
+
+def _view_may_match(text: str) -> bool:
+    """Whether a variant view can hold a finding the text as written does not: some pattern gated by
+    words, or a clause detector, opens on its words (word-free patterns match the variant exactly
+    where they match the text, and those findings are merged away)."""
+    words = _prefixes(text)
+    if any(pid not in _ALWAYS and _PATTERN_LIST[pid][2].open(words, text) for pid in _candidates(words)):
+        return True
+    exact = words.exact
+    return not (
+        (exact.isdisjoint(_CLAUSE_GATE) or exact.isdisjoint(_OVERRIDE_NOUNS))
+        and (exact.isdisjoint(_EXFIL_GATE) or exact.isdisjoint(_EXFIL_NOUNS))
+        and (exact.isdisjoint(_PERSONA_GATE) or exact.isdisjoint(_PERSONA_NOUNS))
+    )
+
+
 def _rot13(view: _View) -> _View:
     return _View(codecs.encode(view.text, "rot13"), view.index)
 
@@ -1468,18 +1810,27 @@ def _reversed(view: _View) -> _View:
 
 # ------------------------------------------------------------------------------------ decoders
 
-_B64_RE = re.compile(r"(?<![A-Za-z0-9+/=_-])[A-Za-z0-9+/]{16,}(?:\r?\n[A-Za-z0-9+/]{4,})*={0,2}(?![A-Za-z0-9+/=])")
-_B64URL_RE = re.compile(r"(?<![A-Za-z0-9+/=_-])(?=[A-Za-z0-9_-]*[_-])[A-Za-z0-9_-]{16,}={0,2}(?![A-Za-z0-9_=-])")
+_B64_RE = re.compile(
+    r"(?<![A-Za-z0-9+/=_-])[A-Za-z0-9+/]{16,}(?:\r?\n[A-Za-z0-9+/]{4,})*={0,2}(?![A-Za-z0-9+/=])"
+)
+_B64URL_RE = re.compile(
+    r"(?<![A-Za-z0-9+/=_-])(?=[A-Za-z0-9_-]*[_-])[A-Za-z0-9_-]{16,}={0,2}(?![A-Za-z0-9_=-])"
+)
 _B32_RE = re.compile(r"(?<![A-Za-z0-9=])(?:[A-Z2-7]{16,}|[a-z2-7]{16,})={0,6}(?![A-Za-z0-9=])")
 _HEX_RE = re.compile(
     r"(?<![0-9A-Za-z])(?:(?:0x|\\x)?[0-9a-fA-F]{2}(?:[\s,:-]|\\x|0x)?){8,}(?![0-9A-Za-z])|"
     r"(?<![0-9A-Za-z])[0-9a-fA-F]{16,}(?![0-9A-Za-z])"
 )
 _BIN_RE = re.compile(r"(?<![01])(?:[01]{8}[\s,]?){4,}")
-_CHARCODE_RE = re.compile(r"(?<![\d.])(?:(?:3[2-9]|[4-9]\d|1[01]\d|12[0-6])[\s,]+){5,}(?:3[2-9]|[4-9]\d|1[01]\d|12[0-6])(?![\d.])")
+_CHARCODE_RE = re.compile(
+    r"(?<![\d.])(?:(?:3[2-9]|[4-9]\d|1[01]\d|12[0-6])[\s,]+){5,}(?:3[2-9]|[4-9]\d|1[01]\d|12[0-6])(?![\d.])"
+)
 _A85_ADOBE_RE = re.compile(r"<~[\s\S]{4,}?~>")
 _A85_RE = re.compile(r"(?<![!-u])[!-u]{16,}(?![!-u])")
-_B85_RE = re.compile(r"(?<![0-9A-Za-z!#$%&()*+\-;<=>?@^_`{|}~])[0-9A-Za-z!#$%&()*+\-;<=>?@^_`{|}~]{16,}(?![0-9A-Za-z!#$%&()*+\-;<=>?@^_`{|}~])")
+_B85_RE = re.compile(
+    r"(?<![0-9A-Za-z!#$%&()*+\-;<=>?@^_`{|}~])[0-9A-Za-z!#$%&()*+\-;<=>?@^_`{|"
+    r"}~]{16,}(?![0-9A-Za-z!#$%&()*+\-;<=>?@^_`{|}~])"
+)
 _PCT_RE = re.compile(r"(?:%[0-9a-fA-F]{2}|[\w.~+-])*%[0-9a-fA-F]{2}(?:%[0-9a-fA-F]{2}|[\w.~+-])*")
 _UESC_RE = re.compile(r"\\u[0-9a-fA-F]{4}|\\x[0-9a-fA-F]{2}|\\U[0-9a-fA-F]{8}")
 _ENTITY_RE = re.compile(r"&#x?[0-9a-fA-F]+;|&[a-zA-Z]{2,8};")
@@ -1575,7 +1926,7 @@ def _decodings(view: _View) -> Iterable[tuple[int, int, str, str]]:
         for m in _CHARCODE_RE.finditer(text):
             codes = [int(x) for x in re.findall(r"\d+", m.group(0))]
             yield from emit(*m.span(), "charcodes", bytes(codes))
-    for m in (_A85_ADOBE_RE.finditer(text) if "<~" in text else ()):
+    for m in _A85_ADOBE_RE.finditer(text) if "<~" in text else ():
         try:
             raw = base64.a85decode(m.group(0), adobe=True, ignorechars=" \t\n\r\x0b")
         except (ValueError, binascii.Error):
@@ -1612,9 +1963,7 @@ def _smuggled(text: str) -> Iterable[tuple[int, int, str, str]]:
     for m in re.finditer(r"[\U000e0020-\U000e007e]{4,}", text):
         yield m.start(), m.end(), "tag_characters", "".join(chr(ord(c) - 0xE0000) for c in m.group(0))
     for m in re.finditer(r"[\ufe00-\ufe0f\U000e0100-\U000e01ef]{4,}", text):
-        raw = bytes(
-            (ord(c) - 0xFE00) if ord(c) <= 0xFE0F else (ord(c) - 0xE0100 + 16) for c in m.group(0)
-        )
+        raw = bytes((ord(c) - 0xFE00) if ord(c) <= 0xFE0F else (ord(c) - 0xE0100 + 16) for c in m.group(0))
         decoded = _texty(raw)
         if decoded:
             yield m.start(), m.end(), "variation_selectors", decoded
@@ -1692,7 +2041,8 @@ _ENCODED_VIEWS = frozenset({"rot13", "reversed", "leetspeak"})
 # words whose rot13 / reversed form in a text means that view is worth reading
 _VIEW_KEYWORDS = (
     "ignore disregard forget override bypass instructions instruction prompt system reveal developer pretend "
-    "jailbreak previous guidance assistant transfer secret password verbatim initial hidden immerse unrestricted "
+    "jailbreak previous guidance assistant transfer secret password verbatim initial hidden immerse unrestri"
+    "cted "
     "print repeat directives guidelines everything above prior"
 ).split()
 _ROT13_KEYS = frozenset(codecs.encode(w, "rot13") for w in _VIEW_KEYWORDS)
@@ -1707,7 +2057,11 @@ _OBFUSCATED_RE = re.compile(
     r"(?<![a-z])(?:"
     + "|".join(
         f"(?:{re.escape(w[0])}" + "".join(f"(?:{_SPLIT_SEP})?{re.escape(c)}" for c in w[1:]) + ")"
-        for w in sorted(set(_VIEW_KEYWORDS + "follow learned before mode developer reveal you dan".split()), key=len, reverse=True)
+        for w in sorted(
+            set(_VIEW_KEYWORDS + "follow learned before mode developer reveal you dan".split()),
+            key=len,
+            reverse=True,
+        )
     )
     + r")"
 )
@@ -1719,6 +2073,8 @@ def _obfuscated_keyword(text: str) -> bool:
         if not m.group(0).isalpha():
             return True
     return False
+
+
 _MAX_LEN = 20000
 
 
@@ -1801,7 +2157,9 @@ def _homoglyphs(text: str) -> list[tuple[int, int]]:
         foreign = [c for c in word if c.isalpha() and not _is_plain_latin(c) and c not in _HOMOGLYPH_EXEMPT]
         if not (suspicious or foreign):
             continue
-        other_script = any(not unicodedata.name(c, "").startswith(("LATIN", "FULLWIDTH", "MATHEMATICAL")) for c in suspicious)
+        other_script = any(
+            not unicodedata.name(c, "").startswith(("LATIN", "FULLWIDTH", "MATHEMATICAL")) for c in suspicious
+        )
         mixed = bool(latin) and bool(suspicious or foreign)
         disguised = len(word) >= 3 and len(suspicious) == len(word) and other_script and latin_share >= 0.6
         if mixed or disguised:
@@ -1842,13 +2200,19 @@ def _scan_string(text: str, field: str, depth: int = 0, via: str = "") -> list[I
         if leet is not None:
             views.append((leet, "leetspeak"))
     fwords = _prefixes(ftext)
-    repaired = _repaired(despaced if despaced is not None else folded)
+    unknown = fwords.exact - _BY_EXACT.keys() - _REPAIR_WORDS
+    needs_repair = (
+        not _USE_GATES
+        or despaced is not None
+        or not fwords.exact.isdisjoint(_REPAIR_PREFIXES)
+        or any(len(w) >= 5 and _repair_token(w) for w in unknown)
+    )
+    repaired = _repaired(despaced if despaced is not None else folded) if needs_repair else None
     if repaired is not None:
         views.append((repaired, "repaired"))
-    if not _USE_GATES or not fwords.exact.isdisjoint(_ROT13_KEYS):
-        views.append((_rot13(folded), "rot13"))
-    if not _USE_GATES or not fwords.exact.isdisjoint(_REVERSED_KEYS):
-        views.append((_reversed(folded), "reversed"))
+    for build, form, flip in ((_rot13, "rot13", _rot13_text), (_reversed, "reversed", _reversed_text)):
+        if not _USE_GATES or _view_may_match(flip(ftext)):
+            views.append((build(folded), form))
 
     plain_spans: dict[str, list[tuple[int, int]]] = {}
     for view, form in views:
@@ -1872,7 +2236,12 @@ def _scan_string(text: str, field: str, depth: int = 0, via: str = "") -> list[I
             if _NEG_BEFORE.search(norm.plain.text, max(0, m.start() - 40), m.start()):
                 continue
             start, end = norm.plain.span(*m.span())
-            add("ignore_instructions", start, end, "text" if text[start:end].lower() == m.group(0) else "normalised")
+            add(
+                "ignore_instructions",
+                start,
+                end,
+                "text" if text[start:end].lower() == m.group(0) else "normalised",
+            )
 
     if depth < _MAX_DEPTH:
         decodings = [(*norm.visible.span(s, e), enc, dec) for s, e, enc, dec in _decodings(norm.visible)]
@@ -1880,7 +2249,9 @@ def _scan_string(text: str, field: str, depth: int = 0, via: str = "") -> list[I
             decodings += list(_smuggled(text))
         for start, end, enc, decoded in decodings:
             inner = _scan_string(decoded, field, depth + 1)
-            intent = [h for h in inner if h.family not in ("hidden_unicode", "homoglyph") or enc == "tag_characters"]
+            intent = [
+                h for h in inner if h.family not in ("hidden_unicode", "homoglyph") or enc == "tag_characters"
+            ]
             if not intent:
                 continue
             add("encoded_payload", start, end, f"decoded:{enc}", decoded[:200])
@@ -1942,14 +2313,26 @@ def scan_proposal(proposal: Mapping[str, Any] | list[Any] | str | None) -> Injec
         proposal = parsed
     hits: list[InjectionHit] = []
     for field, text in _walk(proposal, ""):
-        hits.extend(_scan_string(text, field))
+        hits.extend(replace(h, field=field) for h in _scan_cached(text))
     return InjectionReport(tuple(hits))
 
 
 @lru_cache(maxsize=65536)
+def _scan_cached(text: str) -> tuple[InjectionHit, ...]:
+    """Hits of one string (field left empty): proposals repeat their vocabulary fields, so cache."""
+    return tuple(_scan_string(text, ""))
+
+
+@lru_cache(maxsize=65536)
 def _families(text: str) -> tuple[str, ...]:
-    found = {h.family for h in _scan_string(text, "text")}
+    found = {h.family for h in _scan_cached(text)}
     return tuple(f for f in FAMILIES if f in found)
+
+
+def clear_caches() -> None:
+    """Forget cached scan results (the scan is pure; caches only save repeated work)."""
+    _families.cache_clear()
+    _scan_cached.cache_clear()
 
 
 def scan_text(text: str | None) -> list[str]:
@@ -1970,4 +2353,6 @@ def _scan_series(s: pl.Series) -> pl.Series:
 
 def scan_column(texts: pl.Expr) -> pl.Expr:
     """A list[str] expression: the families each text matches (empty: clean)."""
-    return texts.cast(pl.String).map_batches(_scan_series, return_dtype=pl.List(pl.String), is_elementwise=True)
+    return texts.cast(pl.String).map_batches(
+        _scan_series, return_dtype=pl.List(pl.String), is_elementwise=True
+    )

@@ -255,10 +255,12 @@ _PUBLIC_ADDRESS_RE = re.compile(
     r"[1-9A-HJ-NP-Za-km-z]{32,44}|0[23][0-9a-fA-F]{64}|04[0-9a-fA-F]{128}"
 )
 _PUBLIC_KEY_LAST_WORDS = frozenset(
-    {"address", "addr", "pubkey", "mint", "recipient", "contract", "wallet", "owner", "sender"}
+    {"address", "addr", "pubkey", "mint", "recipient", "contract", "owner", "sender"}
 )
 _UUID_RE = re.compile(r"[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}")
-_ISO_TIME_RE = re.compile(r"\d{4}-\d{2}-\d{2}(?:[T ]\d{2}:\d{2}(?::\d{2}(?:\.\d+)?)?(?:Z|[+-]\d{2}:?\d{2})?)?")
+_ISO_TIME_RE = re.compile(
+    r"\d{4}-\d{2}-\d{2}(?:[T ]\d{2}:\d{2}(?::\d{2}(?:\.\d+)?)?(?:Z|[+-]\d{2}:?\d{2})?)?"
+)
 _MASKED_CHARS = frozenset("*x•#._-X ")
 
 
@@ -461,7 +463,11 @@ _RULES: tuple[_Rule, ...] = (
         ),
     ),
     _Rule("putty", "private_key", re.compile(r"PuTTY-User-Key-File-\d:.*?(?:Private-MAC: *\S+|$)", re.S)),
-    _Rule("jwt", "jwt", re.compile(r"\beyJ[A-Za-z0-9_-]{4,}\.[A-Za-z0-9_-]{4,}\.[A-Za-z0-9_-]*(?:\.[A-Za-z0-9_-]+){0,2}")),
+    _Rule(
+        "jwt",
+        "jwt",
+        re.compile(r"\beyJ[A-Za-z0-9_-]{4,}\.[A-Za-z0-9_-]{4,}\.[A-Za-z0-9_-]*(?:\.[A-Za-z0-9_-]+){0,2}"),
+    ),
     _Rule(
         "authorization",
         "token",
@@ -482,7 +488,9 @@ _RULES: tuple[_Rule, ...] = (
     _Rule(
         "aws_secret",
         "cloud_key",
-        re.compile(r"(?i)aws.{0,30}?(?:secret|key).{0,20}?[=:]\s*[\"']?(?P<v>[A-Za-z0-9/+]{40})(?![A-Za-z0-9/+])"),
+        re.compile(
+            r"(?i)aws.{0,30}?(?:secret|key).{0,20}?[=:]\s*[\"']?(?P<v>[A-Za-z0-9/+]{40})(?![A-Za-z0-9/+])"
+        ),
         "v",
     ),
     _Rule("gcp_api_key", "cloud_key", re.compile(r"\bAIza[0-9A-Za-z_-]{35}(?![0-9A-Za-z_-])")),
@@ -498,7 +506,11 @@ _RULES: tuple[_Rule, ...] = (
     # VCS
     _Rule("github", "token", re.compile(r"\b(?:ghp|gho|ghu|ghs|ghr)_[A-Za-z0-9]{20,}\b")),
     _Rule("github_pat", "token", re.compile(r"\bgithub_pat_[A-Za-z0-9_]{20,}\b")),
-    _Rule("gitlab", "token", re.compile(r"\b(?:glpat|gldt|glft|glsoat|glrt|glcbt|glimt|glptt|gloas)-[A-Za-z0-9_-]{20,}")),
+    _Rule(
+        "gitlab",
+        "token",
+        re.compile(r"\b(?:glpat|gldt|glft|glsoat|glrt|glcbt|glimt|glptt|gloas)-[A-Za-z0-9_-]{20,}"),
+    ),
     _Rule("bitbucket", "token", re.compile(r"\bATBB[A-Za-z0-9_=.-]{20,}")),
     _Rule("atlassian", "token", re.compile(r"\bATATT3[A-Za-z0-9_=.-]{20,}")),
     # chat
@@ -515,10 +527,18 @@ _RULES: tuple[_Rule, ...] = (
     _Rule("stripe", "api_key", re.compile(r"\b(?:sk|rk|pk)_(?:live|test)_[0-9A-Za-z]{16,}")),
     _Rule("stripe_webhook", "api_key", re.compile(r"\bwhsec_[A-Za-z0-9]{24,}")),
     _Rule("square", "api_key", re.compile(r"\bsq0(?:atp|csp|idp)-[0-9A-Za-z_-]{22,}")),
-    _Rule("braintree", "api_key", re.compile(r"access_token\$(?:production|sandbox)\$[a-z0-9]{16}\$[a-f0-9]{32}")),
+    _Rule(
+        "braintree",
+        "api_key",
+        re.compile(r"access_token\$(?:production|sandbox)\$[a-z0-9]{16}\$[a-f0-9]{32}"),
+    ),
     # LLM providers (and the generic sk-/rk- keys of many APIs)
     _Rule("anthropic", "api_key", re.compile(r"\bsk-ant-[A-Za-z0-9]{3,8}-[A-Za-z0-9_-]{20,}")),
-    _Rule("sk_key", "api_key", re.compile(r"\b(?:sk|rk)[-_](?:live|test|proj|svcacct|admin|ant)?[-_]?[A-Za-z0-9_-]{16,}")),
+    _Rule(
+        "sk_key",
+        "api_key",
+        re.compile(r"\b(?:sk|rk)[-_](?:live|test|proj|svcacct|admin|ant)?[-_]?[A-Za-z0-9_-]{16,}"),
+    ),
     _Rule("huggingface", "api_key", re.compile(r"\bhf_[A-Za-z0-9]{30,}\b")),
     _Rule("groq", "api_key", re.compile(r"\bgsk_[A-Za-z0-9]{40,}\b")),
     _Rule("replicate", "api_key", re.compile(r"\br8_[A-Za-z0-9]{30,}\b")),
@@ -556,8 +576,11 @@ _RULES: tuple[_Rule, ...] = (
             r"private[_-]?token|session(?:id)?)=(?P<v>[^&#\s\"'<>]+)"
         ),
         "v",
-        lambda v, m: _shaped_secret(v) or _plausible_secret(v, _key_words(m.group("name")) + ["password"])
-        and m.group("name").lower() not in {"key", "token", "auth", "session", "signature"},
+        lambda v, m: (
+            _shaped_secret(v)
+            or _plausible_secret(v, _key_words(m.group("name")) + ["password"])
+            and m.group("name").lower() not in {"key", "token", "auth", "session", "signature"}
+        ),
     ),
     # connection strings: AccountKey=...; Password=...; pwd=...
     _Rule(
@@ -566,12 +589,13 @@ _RULES: tuple[_Rule, ...] = (
         re.compile(
             r"(?i)(?:^|(?<=[;\s\"']))(?P<name>AccountKey|SharedAccessKey|SharedAccessSignature|SharedSecret|"
             r"Password|Pwd|Passwd|User\s?Password|ClientSecret|Client_Secret|AccessKey|SecretKey|AuthToken|"
-            r"ApiKey|Api_Key|PrivateKey|Token)\s*=\s*(?P<v>\"[^\"]*\"|'[^']*'|\{[^}]*\}|(?:[^;\"'\s&]|&(?!\w+=))+)"
+            r"ApiKey|Api_Key|PrivateKey|Token)\s*=\s*(?P<v>\"[^\"]*\"|'[^']*'|\{[^}]*\}|(?:[^;\"'\s&]|"
+            r"&(?!\w+=))+)"
         ),
         "v",
-        lambda v, m: _plausible_secret(v, ["password"])
-        if m.group("name").lower() != "token"
-        else _shaped_secret(v),
+        lambda v, m: (
+            _plausible_secret(v, ["password"]) if m.group("name").lower() != "token" else _shaped_secret(v)
+        ),
     ),
     # argv pairs: --password X, --token=X, -p X
     _Rule(
@@ -587,7 +611,12 @@ _RULES: tuple[_Rule, ...] = (
         "v",
         _flag_value_ok,
     ),
-    _Rule("mysql_p", "argv_secret", re.compile(r"\b(?:mysql|mysqldump|mariadb)\b[^\n]*?\s-p(?P<v>[^\s-]\S+)"), "v"),
+    _Rule(
+        "mysql_p",
+        "argv_secret",
+        re.compile(r"\b(?:mysql|mysqldump|mariadb)\b[^\n]*?\s-p(?P<v>[^\s-]\S+)"),
+        "v",
+    ),
     # name: value / name=value where the name says secret (api_key: x, "password": "x", DB_PASSWORD=x)
     _Rule(
         "named_value",
@@ -740,12 +769,19 @@ def find_secrets(text: str | None) -> list[SecretSpan]:
         found.append(SecretSpan(kind, start, end, detector))
 
     for rule in _RULES:
-        for m in rule.pattern.finditer(text):
+        pos = 0
+        while pos <= len(text):
+            m = rule.pattern.search(text, pos)
+            if m is None:
+                break
+            pos = m.end() if m.end() > m.start() else m.start() + 1
             start, end = m.span(rule.group)
             if start < 0:
                 continue
             value = m.group(rule.group)
             if rule.check is not None and not rule.check(value, m):
+                # look again inside the rejected value: {"note": "password: x"} holds a pair of its own
+                pos = max(m.start() + 1, start + (1 if value[:1] in "\"'" else 0))
                 continue
             if len(value) >= 2 and value[0] == value[-1] and value[0] in "\"'":
                 start, end = start + 1, end - 1
@@ -801,21 +837,21 @@ _ARGV_FLAG_RE = re.compile(
 
 
 def _redact_string(value: str, words: list[str] | None, secret_context: bool) -> tuple[str, list[str]]:
+    if words is not None and _is_public_key_name(words) and _PUBLIC_ADDRESS_RE.fullmatch(value.strip()):
+        return value, []  # a public address under an address-like key (wallet_address, mint, pubkey)
     if secret_context and _plausible_secret(value, words or []):
         return PLACEHOLDER.format(kind="secret_arg"), ["secret_arg"]
     redacted, kinds = redact_text(value)
     if kinds:
         return redacted, kinds
-    public = words is not None and _is_public_key_name(words) and _PUBLIC_ADDRESS_RE.fullmatch(value.strip())
-    if not public and _looks_random_value(value):
+    if _looks_random_value(value):
         return PLACEHOLDER.format(kind="high_entropy"), ["high_entropy"]
     return value, []
 
 
 def _byte_array(value: list[Any]) -> bool:
-    return (
-        len(value) in (32, 64)
-        and all(isinstance(x, int) and not isinstance(x, bool) and 0 <= x <= 255 for x in value)
+    return len(value) in (32, 64) and all(
+        isinstance(x, int) and not isinstance(x, bool) and 0 <= x <= 255 for x in value
     )
 
 
@@ -829,7 +865,9 @@ def _redact(value: Any, words: list[str] | None, secret_context: bool) -> tuple[
                 key, found = redact_text(k)
                 kinds.extend(found)
             kw = _key_words(str(k))
-            child_secret = _secret_key_words(kw) or (secret_context and not (kw and kw[-1] in _METADATA_WORDS))
+            child_secret = _secret_key_words(kw) or (
+                secret_context and not (kw and kw[-1] in _METADATA_WORDS)
+            )
             out[key], found = _redact(v, kw, child_secret)
             kinds.extend(found)
         return out, kinds
