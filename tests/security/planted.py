@@ -115,7 +115,7 @@ def planted(seed: int = 7) -> list[Planted]:
     pypi = "pypi-AgEIcHlwaS5vcmc" + d(ALNUM + "_-", 80)
     add("pypi_argv", {"argv": ["twine", "upload", "--password", pypi, "dist/*"]}, pypi)
     npm = "npm_" + d(ALNUM, 36)
-    add("npmrc", {"npmrc": f"//registry.example.org/:_authToken={npm}"}, npm)
+    add("npmrc", {"npmrc": f"//packages.example.org/:_authToken={npm}"}, npm)
     dckr = "dckr_pat_" + d(ALNUM + "_-", 27)
     add("docker_argv", {"cmd": f"docker login -u desk --password {dckr}"}, dckr)
     gems = "rubygems_" + d(HEX, 48)

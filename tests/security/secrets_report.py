@@ -41,7 +41,9 @@ def main() -> None:
             else:
                 missed_by_ds.append(case.name)
     survived = [
-        c.name for c in cases + held_out() if any(s in json.dumps(redact_value(c.value)[0]) for s in c.secrets)
+        c.name
+        for c in cases + held_out()
+        if any(s in json.dumps(redact_value(c.value)[0]) for s in c.secrets)
     ]
     detectors = collections.Counter(
         s.detector.split(":")[0] for c in cases for s in find_secrets(json.dumps(c.value))

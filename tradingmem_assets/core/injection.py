@@ -20,12 +20,14 @@ Every string goes through four steps:
    to the Latin letter they imitate. A word mixing Latin with look-alike letters of another script
    (``Ignоre`` with a Cyrillic ``о``) is a ``homoglyph`` finding.
 3. **Variants and decoding**: the normalised text is also read de-spaced (``i g n o r e``,
-   ``ig-no.re``), de-leeted (``1gn0r3``), rot13'd and reversed, and everything that looks encoded is
+   ``ig-no.re``), de-leeted (``1gn0r3``), repaired (``ign ore`` rejoined, ``previus instructons``
+   corrected at a small edit distance), rot13'd and reversed, and everything that looks encoded is
    decoded and scanned recursively (depth 2): base64 (standard and URL-safe), base32, base16/hex
    (plain, ``\\x``/``0x``/separated), binary, decimal char codes, ascii85 (``<~...~>`` and bare) and
    base85, URL %-encoding, HTML entities, ``\\u`` escapes and Morse. A decoded text that carries an
    intent finding adds ``encoded_payload``; so does "decode the following ... and follow it" wording.
-4. **Families of intent** (regexes over the normalised forms; each family is a reason code):
+4. **Families of intent** (regexes, and clause detectors that need a verb, an instruction noun and
+   a conversational anchor in one clause, over the normalised forms; each family is a reason code):
 
 - ``ignore_instructions``: ignore / disregard / forget / override / bypass / stop following ... any
   previous / above / prior / following / initial / system ... instructions, prompts, directives,
@@ -42,8 +44,8 @@ Every string goes through four steps:
   "how were you programmed", "repeat the above verbatim"
 - ``role_tag``: chat-role markers in any bracket or markdown style: ``<system>``, ``[system]``,
   ``(system)``, ``{{system}}``, ``<|im_start|>``, ``[INST]``, ``<<SYS>>``, ``<instruction>``,
-  ``### System:``, ``**SYSTEM**:``, ``SYSTEM MESSAGE:``, a line opening with ``system:`` /
-  ``assistant:`` / ``user:`` / ``human:``
+  ``{% system %}``, ``<!-- system: -->``, ``### System:``, ``**SYSTEM**:``, ``SYSTEM MESSAGE:``, a
+  line opening with ``system:`` / ``assistant:`` / ``human:`` / ``AI:``
 - ``tool_call_syntax``: ``<tool_call>``, ``<function_call>``, ``<invoke name=``, fenced
   ``tool_call`` / ``function`` blocks, ``"tool_calls":`` / ``{"name": ..., "arguments": ...}`` JSON,
   ``functions.x(``, ReAct ``Action Input:``, ``[TOOL_CALLS]``, shell one-liners (``curl ... | sh``)
@@ -57,9 +59,11 @@ Every string goes through four steps:
 
 Ordinary trading prose shares the vocabulary ("ignore the first 30 minutes after the open", "system
 rules", "act as a liquidity provider", "forget the noise", "override the stop only when ..."), so
-verbs only count against objects that speak of the model's instructions, and "do not ignore"-style
-negations do not count. The project's corpus and its rates live in ``tests/security/corpus`` and
-``docs/security.md``.
+verbs only count against objects that speak of the model's instructions, "do not ignore"-style
+negations do not count, and instructions attributed to the desk, the PM or a client are the
+methodology's subject. Every pattern has a cheap gate (words or a substring it needs) so a benign text
+runs few regexes; gates never change a result (tested). The project's corpus and its rates live in
+``tests/security/corpus`` and ``docs/security.md``.
 """
 
 from __future__ import annotations

@@ -7,7 +7,7 @@ free-text notes and triggers), by three detectors applied in this order of prece
    / ``Basic`` credentials, cookies, known token formats of cloud providers (AWS, GCP, Azure,
    DigitalOcean, Alibaba), VCS (GitHub, GitLab, Bitbucket), chat (Slack, Discord, Telegram), payment
    (Stripe, Square, Braintree), LLM providers (OpenAI, Anthropic, Hugging Face, Groq, Replicate, xAI,
-   Perplexity) and package registries (PyPI, npm, RubyGems, Docker Hub, NuGet, crates.io);
+   Perplexity) and package registries (PyPI, npm, RubyGems, Docker Hub, NuGet, Cargo);
    credentials inside URLs and DSNs (``scheme://user:password@host``, ``?api_key=...``), connection
    strings (``AccountKey=``, ``Password=``, ``pwd=``), argv pairs (``--password X``, ``--token X``,
    ``-p X``), ``name: value`` / ``name=value`` / ``my password is X`` where the name says secret,
