@@ -98,3 +98,19 @@ def test_detector_sees_unredacted_secrets_and_accepts_placeholders():
 def test_secret_key_names_are_recognised_by_words_not_substrings():
     assert is_secret_key("apiKey") and is_secret_key("seed") and is_secret_key("key")
     assert not is_secret_key("author") and not is_secret_key("max_tokens") and not is_secret_key("keyword")
+
+
+@pytest.mark.parametrize(
+    "args",
+    [
+        {"passphrase_used": False},
+        {"private_key_path": "/home/desk/.ssh/id_ed25519"},
+        {"api_key": "${EXCHANGE_API_KEY}"},
+        {"token": "USDC"},
+        {"password": ""},
+        {"max_tokens": 512},
+    ],
+)
+def test_secret_named_arguments_keep_values_that_cannot_be_secrets(args):
+    # redaction goes by value: a flag, a path, a reference, a symbol or a number is not a secret
+    assert redact_value(args) == (args, [])

@@ -1,0 +1,34 @@
+"""Print the corpus detection table at the end of a run that included the security tests."""
+
+from __future__ import annotations
+
+
+def pytest_terminal_summary(terminalreporter, exitstatus, config):  # noqa: ARG001
+    ran = any(
+        "tests/security" in str(getattr(r, "nodeid", ""))
+        for rs in terminalreporter.stats.values()
+        for r in rs
+    )
+    if not ran:
+        return
+    from tests.security.corpus_stats import (
+        HELD_OUT_ATTACKS,
+        HELD_OUT_BENIGN,
+        TUNED_ATTACKS,
+        TUNED_BENIGN,
+        detection,
+        false_positives,
+        load,
+    )
+
+    tr = terminalreporter
+    tr.section("injection corpus")
+    for title, attacks, benign in (
+        ("project corpus (rules written on it)", TUNED_ATTACKS, TUNED_BENIGN),
+        ("held-out (never tuned on)", HELD_OUT_ATTACKS, HELD_OUT_BENIGN),
+    ):
+        rates = detection(load(*attacks))
+        rows = load(*benign)
+        tr.write_line(f"{title}: {len(rows) - len(false_positives(rows))}/{len(rows)} benign clean")
+        for line in rates.table().splitlines():
+            tr.write_line("  " + line)
