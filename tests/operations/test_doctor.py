@@ -132,11 +132,14 @@ def run_doctor(monkeypatch, db) -> tuple[int, dict]:
     return result.exit_code, json.loads(result.stdout)
 
 
-def test_doctor_on_a_missing_warehouse_reports_every_table_not_materialized(tmp_path, monkeypatch):
-    code, doc = run_doctor(monkeypatch, tmp_path / "nothing.duckdb")
-    assert code == 0
-    assert {c["status"] for c in doc["checks"]} == {"not_materialized"}
-    assert not (tmp_path / "nothing.duckdb").exists()  # the doctor never creates the warehouse
+def test_doctor_on_a_missing_warehouse_fails_with_one_line_naming_it(tmp_path, monkeypatch):
+    missing = tmp_path / "nothing.duckdb"
+    monkeypatch.setenv("TRADINGMEM_DB", str(missing))
+    result = CliRunner().invoke(main, ["doctor", "--json"])
+    assert result.exit_code != 0 and result.stdout == ""
+    assert str(missing) in result.stderr and "does not exist" in result.stderr
+    assert len(result.stderr.strip().splitlines()) == 1 and "Traceback" not in result.stderr
+    assert not missing.exists()  # the doctor never creates the warehouse
 
 
 def build_troubled_warehouse(db) -> None:
@@ -209,9 +212,14 @@ def test_doctor_is_quiet_and_exits_zero_on_a_healthy_warehouse(tmp_path, monkeyp
     con = duckdb.connect(str(db))
     try:
         con.execute(
-            "CREATE TABLE main.methodology_cron_runs (run_id VARCHAR, status VARCHAR, ts TIMESTAMPTZ)"
+            "CREATE TABLE main.methodology_cron_runs "
+            "(run_id VARCHAR, status VARCHAR, ts TIMESTAMPTZ, as_of TIMESTAMPTZ)"
         )
-        con.execute("INSERT INTO main.methodology_cron_runs VALUES ('x', 'ok', now() - INTERVAL 1 HOUR)")
+        # wall clock far from the doctor's as_of: staleness is judged on the run's as_of
+        con.execute(
+            "INSERT INTO main.methodology_cron_runs VALUES ('x', 'ok', now(), ?::TIMESTAMPTZ - INTERVAL 1 HOUR)",
+            [AS_OF],
+        )
         con.execute("CREATE TABLE main.evaluation_runs (run_id VARCHAR, status VARCHAR, is_primary BOOLEAN)")
         con.execute("INSERT INTO main.evaluation_runs VALUES ('r1', 'complete', true)")
     finally:

@@ -15,7 +15,13 @@ import click
 import duckdb
 
 from tradingmem_assets.lib.warehouse import WarehouseLockedError, connection
-from tradingmem_assets.settings import default_as_of, default_db_path, default_landing_dir, resolve_as_of
+from tradingmem_assets.settings import (
+    default_as_of,
+    default_db_path,
+    default_landing_dir,
+    parse_as_of,
+    resolve_as_of,
+)
 
 
 class CliError(click.ClickException):
@@ -77,6 +83,27 @@ def json_option(fn: Callable) -> Callable:
             sys.exit(exit_code)
 
     return wrapper
+
+
+class InstantParam(click.ParamType):
+    """An ISO-8601 instant (naive: UTC), for ``--as-of``; a bad value names the option, not an env var."""
+
+    name = "ISO-8601 instant"
+
+    def convert(self, value, param, ctx):
+        if isinstance(value, datetime):
+            return value
+        try:
+            return parse_as_of(str(value))
+        except ValueError:
+            self.fail(f"{value!r} is not an ISO-8601 instant (e.g. 2024-06-30T00:00:00Z)", param, ctx)
+
+
+INSTANT = InstantParam()
+
+
+def as_of_option(help_text: str) -> Callable:
+    return click.option("--as-of", "as_of", type=INSTANT, default=None, help=help_text)
 
 
 def db_path() -> str:

@@ -6,13 +6,14 @@ A table that does not exist yet is reported as not materialized, never a crash.
 
 from __future__ import annotations
 
-from datetime import UTC, datetime
+from datetime import datetime
 from pathlib import Path
 
 import click
 import duckdb
 
-from tradingmem_assets.cli.common import as_of_now, db_path, json_option, warehouse
+from tradingmem_assets.cli.common import CliError, as_of_now, db_path, json_option, warehouse
+from tradingmem_assets.defs.audit.queries import read_heartbeats
 from tradingmem_assets.defs.operations import doctor as rules
 from tradingmem_assets.lib import tables
 from tradingmem_assets.lib.registry import load_registry
@@ -65,7 +66,7 @@ def _budget(con: duckdb.DuckDBPyConnection) -> rules.DoctorCheck:
     return rules.budget_status(budget_summary(con))
 
 
-def _checks(con: duckdb.DuckDBPyConnection | None, as_of: datetime, now: datetime) -> list[rules.DoctorCheck]:
+def _checks(con: duckdb.DuckDBPyConnection | None, as_of: datetime) -> list[rules.DoctorCheck]:
     def exists(table: str) -> bool:
         return con is not None and table_exists(con, table)
 
@@ -106,10 +107,9 @@ def _checks(con: duckdb.DuckDBPyConnection | None, as_of: datetime, now: datetim
         violations = read_frame(con, f"SELECT count(*) AS n FROM {AUDIT_REPORTS} WHERE NOT isolation_ok")
         gathered["last_audit"] = rules.last_audit(latest, int(violations.item()))
     if exists(HEARTBEATS):
-        latest = _first_row(
-            con, f"SELECT status, CAST(ts AS TIMESTAMPTZ) AS ts FROM {HEARTBEATS} ORDER BY ts DESC LIMIT 1"
-        )
-        gathered["learning_heartbeat"] = rules.heartbeat_staleness(latest, now)
+        beats = read_heartbeats(con, as_of)  # timed by their run's as_of, like the doctor's own "now"
+        latest = beats.row(-1, named=True) if beats.height else None
+        gathered["learning_heartbeat"] = rules.heartbeat_staleness(latest, as_of)
     if exists(REJECTS):
         gathered["landing_rejects"] = rules.landing_rejects(
             read_frame(
@@ -123,14 +123,15 @@ def _checks(con: duckdb.DuckDBPyConnection | None, as_of: datetime, now: datetim
     ]
 
 
-def diagnose(as_of: datetime, now: datetime | None = None) -> dict:
-    """The doctor's report for the warehouse at TRADINGMEM_DB (a missing file: nothing materialized)."""
-    now = now or datetime.now(UTC)  # heartbeats record the wall clock, so their age does too
+def diagnose(as_of: datetime) -> dict:
+    """The doctor's report for the warehouse at TRADINGMEM_DB (which must exist)."""
     if not Path(db_path()).exists():
-        document = rules.report(_checks(None, as_of, now), as_of)
-    else:
-        with warehouse(read_only=True) as con:
-            document = rules.report(_checks(con, as_of, now), as_of)
+        raise CliError(
+            f"warehouse {db_path()} does not exist: run `tradingmem demo --run` or trading_memory_job first "
+            "(or point TRADINGMEM_DB at a warehouse)"
+        )
+    with warehouse(read_only=True) as con:
+        document = rules.report(_checks(con, as_of), as_of)
     return {"warehouse": db_path(), **document}
 
 

@@ -7,11 +7,12 @@ read-only. Budget works in every mode.
 
 from __future__ import annotations
 
+from datetime import datetime
 from pathlib import Path
 
 import click
 
-from tradingmem_assets.cli.common import CliError, as_of_now, db_path, json_option, warehouse
+from tradingmem_assets.cli.common import CliError, as_of_now, as_of_option, db_path, json_option, warehouse
 from tradingmem_assets.lib.budget import BudgetExceededError, BudgetTracker, budget_summary, limits_from_env
 
 ADVISORY = (
@@ -35,9 +36,7 @@ def _refuse_unless_active(what: str) -> None:
 @click.option("--symbol", default=None, help="Only cases of this symbol.")
 @click.option("--scenario", default=None, help="Only cases of this scenario.")
 @click.option("-k", "k", type=click.IntRange(min=1), default=5, show_default=True, help="How many cases.")
-@click.option(
-    "--as-of", "as_of", default=None, help="Point in time (ISO-8601): only cases reflected by then."
-)
+@as_of_option("Point in time (ISO-8601): what could have been recalled at that instant.")
 @json_option
 def recall_cmd(
     query: str,
@@ -45,7 +44,7 @@ def recall_cmd(
     symbol: str | None,
     scenario: str | None,
     k: int,
-    as_of: str | None,
+    as_of: datetime | None,
     as_json: bool,
 ):
     """Recall a role's lessons and success patterns most similar to QUERY."""
@@ -59,7 +58,7 @@ def recall_cmd(
         "symbol": symbol,
         "scenario": scenario,
         "k": k,
-        "as_of": as_of,
+        "as_of": as_of.isoformat() if as_of else None,
         "advisory": ADVISORY,
         "results": [h.as_dict() for h in hits],
     }

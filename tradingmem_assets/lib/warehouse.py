@@ -8,7 +8,7 @@ Arrow, never through Python rows.
 from __future__ import annotations
 
 import time
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from pathlib import Path
 
@@ -87,8 +87,12 @@ def table_exists(con: duckdb.DuckDBPyConnection, qualified: str) -> bool:
     )
 
 
-def read_frame(con: duckdb.DuckDBPyConnection, sql: str, params: Sequence | None = None) -> pl.DataFrame:
-    """Run a query and return a Polars frame (Arrow, zero-copy)."""
+def read_frame(
+    con: duckdb.DuckDBPyConnection, sql: str, params: Sequence | Mapping[str, object] | None = None
+) -> pl.DataFrame:
+    """Run a query (positional or ``$name`` parameters) and return a Polars frame (Arrow, zero-copy)."""
+    if isinstance(params, Mapping):
+        return con.sql(sql, params=dict(params)).pl()
     return con.sql(sql, params=list(params) if params else None).pl()
 
 

@@ -43,6 +43,27 @@ def _select(
         raise AuditInputError(f"{table} cannot be read by the audit: {exc}".splitlines()[0]) from exc
 
 
+def read_heartbeats(con: duckdb.DuckDBPyConnection, until) -> pl.DataFrame:
+    """Heartbeats timed by their run's ``as_of`` (SPEC section 8: every heartbeat time rule uses it),
+    so a warehouse built under ``TRADINGMEM_AS_OF`` is scored like a live one. Heartbeats written
+    before ``as_of`` was recorded fall back to their wall-clock ``ts``."""
+    if not table_exists(con, HEARTBEATS):
+        return pl.DataFrame(schema=HEARTBEAT_COLUMNS)
+    time = "coalesce(as_of, ts)" if "as_of" in _columns(con, HEARTBEATS) else "ts"
+    return read_frame(
+        con, f"SELECT status, {time} AS ts FROM {HEARTBEATS} WHERE {time} <= ? ORDER BY ts", [until]
+    )
+
+
+def _columns(con: duckdb.DuckDBPyConnection, table: str) -> set[str]:
+    schema, _, name = table.rpartition(".")
+    rows = con.execute(
+        "SELECT column_name FROM information_schema.columns WHERE table_schema = ? AND table_name = ?",
+        [schema, name],
+    ).fetchall()
+    return {r[0] for r in rows}
+
+
 def read_audit_inputs(con: duckdb.DuckDBPyConnection, window: AuditWindow) -> AuditInputs:
     """Every row a pass needs, as Polars frames (missing tables read as empty frames)."""
     span = [window.start, window.end]
@@ -51,7 +72,7 @@ def read_audit_inputs(con: duckdb.DuckDBPyConnection, window: AuditWindow) -> Au
     events = _select(con, EVENTS, EVENT_COLUMNS, "WHERE ts BETWEEN ? AND ? OR event = 'graduated'", span)
     cases = _select(con, CASES, CASE_COLUMNS, "WHERE recorded_at BETWEEN ? AND ?", span)
     hints = _select(con, HINTS, HINT_COLUMNS, "WHERE injected_at BETWEEN ? AND ?", span)
-    heartbeats = _select(con, HEARTBEATS, HEARTBEAT_COLUMNS, "WHERE ts <= ?", [window.end])
+    heartbeats = read_heartbeats(con, window.end)
     cases_in_window = f"SELECT run_id FROM {CASES} WHERE recorded_at BETWEEN ? AND ?"
     hints_in_window = f"SELECT run_id FROM {HINTS} WHERE injected_at BETWEEN ? AND ?"
     cited = [q for t, q in ((CASES, cases_in_window), (HINTS, hints_in_window)) if table_exists(con, t)]

@@ -300,7 +300,14 @@ def methodology_cron_runs(
     }
     run_id = context.run.run_id
     with warehouse.connect() as con:
-        write_heartbeat(con, run_id=run_id, job_name=context.run.job_name, status="ok", detail=detail)
+        write_heartbeat(
+            con,
+            run_id=run_id,
+            job_name=context.run.job_name,
+            status="ok",
+            as_of=warehouse.as_of_ts,
+            detail=detail,
+        )
         rows = scalar(con, f"SELECT count(*) FROM {tables.METHODOLOGY_CRON_RUNS}")
         ok = scalar(con, f"SELECT count(*) FROM {tables.METHODOLOGY_CRON_RUNS} WHERE status = 'ok'")
         status = scalar(con, f"SELECT status FROM {tables.METHODOLOGY_CRON_RUNS} WHERE run_id = ?", [run_id])

@@ -1,6 +1,9 @@
 """Heartbeat rows of ``methodology_cron_runs``: one per learning run, ``ok`` or ``failed``.
 
-Heartbeats record runs, so ``ts`` is the real wall clock (the one exception to determinism). The
+Heartbeats record runs, so ``ts`` is the real wall clock (the one exception to determinism), and
+``as_of`` is the run's time anchor, which every time rule about heartbeats uses (audit
+``cron_health``, doctor staleness), so a warehouse built under ``TRADINGMEM_AS_OF`` scores them
+like a live one. The
 row is keyed by the Dagster run id: the heartbeat asset inserts ``ok`` only when the run has no row
 yet, and the failure hook turns the run's row into ``failed`` (failed wins), so a run whose
 learning assets succeeded but that failed elsewhere still ends as ``failed``.
@@ -21,13 +24,20 @@ HEARTBEAT_SCHEMA = pl.Schema(
         "job_name": pl.String(),
         "status": pl.String(),
         "ts": pl.Datetime("us", "UTC"),
+        "as_of": pl.Datetime("us", "UTC"),
         "detail": pl.String(),
     }
 )
 
 
 def write_heartbeat(
-    con: duckdb.DuckDBPyConnection, *, run_id: str, job_name: str, status: str, detail: dict
+    con: duckdb.DuckDBPyConnection,
+    *,
+    run_id: str,
+    job_name: str,
+    status: str,
+    as_of: datetime,
+    detail: dict,
 ) -> None:
     """Record the run's heartbeat (``ok`` never overwrites; ``failed`` always wins)."""
     if status not in ("ok", "failed"):
@@ -46,6 +56,7 @@ def write_heartbeat(
         if exists[0][0]:
             return
         con.execute(
-            f"INSERT INTO {tables.METHODOLOGY_CRON_RUNS} (run_id, job_name, status, ts, detail) VALUES (?, ?, ?, ?, ?)",
-            [run_id, job_name, status, now, text],
+            f"INSERT INTO {tables.METHODOLOGY_CRON_RUNS} (run_id, job_name, status, ts, as_of, detail) "
+            "VALUES (?, ?, ?, ?, ?, ?)",
+            [run_id, job_name, status, now, as_of, text],
         )

@@ -33,7 +33,12 @@ def learning_failure_heartbeat(context: dg.HookContext) -> None:
     try:
         with context.resources.warehouse.connect() as con:
             write_heartbeat(
-                con, run_id=context.run_id, job_name=context.job_name, status="failed", detail=detail
+                con,
+                run_id=context.run_id,
+                job_name=context.job_name,
+                status="failed",
+                as_of=context.resources.warehouse.as_of_ts,
+                detail=detail,
             )
     except Exception as exc:  # a hook must not hide the run's own failure
         context.log.error(f"could not write the failed learning heartbeat for run {context.run_id}: {exc}")
