@@ -31,6 +31,18 @@ def demo_run(tmp_path_factory):
     }
     env.pop("TRADINGMEM_AS_OF", None)
     (root / "dagster_home").mkdir()
+    # a warehouse that already learned past the demo's anchor (the UI ran on the wall clock)
+    (root / "data").mkdir()
+    ahead = duckdb.connect(str(root / "data" / "tradingmem.duckdb"))
+    try:
+        ahead.execute(
+            "CREATE TABLE main.warehouse_runs AS SELECT 'r0' AS run_id, 'trading_memory_job' AS job_name, "
+            "'learning' AS kind, TIMESTAMPTZ '2030-01-01 00:00:00+00' AS as_of, "
+            "TIMESTAMPTZ '2030-01-01 00:00:00+00' AS started_at, TIMESTAMPTZ '2030-01-01 00:01:00+00' AS finished_at, "
+            "'ok' AS status"
+        )
+    finally:
+        ahead.close()
     proc = subprocess.run(
         [sys.executable, "-m", "tradingmem_assets.cli", "demo", "--run", "--scale", "0.005", "--json"],
         cwd=root,
@@ -55,6 +67,8 @@ def test_code_location_loads_and_the_main_job_excludes_audit_and_migration():
 def test_demo_run_command_builds_the_warehouse_and_reports_it(demo_run):
     root, document = demo_run
     assert document["as_of"].startswith("2024-07-01")
+    # the warehouse had learned up to 2030: the demo rebuilt its own file instead of being refused
+    assert document["rebuilt"] and "2030-01-01" in document["rebuilt"]
     tables = document["tables"]
     assert tables["evaluation_runs"] > 0 and tables["raw_rejects"] > 0
     # the run is recorded in the Dagster instance the CLI used

@@ -60,6 +60,9 @@ def demo(scale: float, seed: int | None, landing: str | None, run_job: bool, as_
 
     as_of = os.environ.get("TRADINGMEM_AS_OF") or DEMO_AS_OF.isoformat()
     database = db_path()
+    rebuilt = _rebuild_if_ahead(database, as_of)
+    if rebuilt:
+        say(rebuilt)
     say(f"running trading_memory_job (as_of {as_of}) into {database}")
     report = run_main_job(open_instance(), database=database, landing_dir=str(target), as_of=as_of)
     if not report.success:
@@ -70,12 +73,14 @@ def demo(scale: float, seed: int | None, landing: str | None, run_job: bool, as_
     document.update(
         {
             "warehouse": database,
+            "rebuilt": rebuilt,
             "as_of": as_of,
             "run_id": report.run_id,
             "seconds": round(report.seconds, 2),
             "tables": counts,
         }
     )
+    lines += ["", rebuilt] if rebuilt else []
     lines += [
         "",
         f"trading_memory_job succeeded in {report.seconds:.1f}s (run {report.run_id}, as_of {as_of})",
@@ -85,6 +90,29 @@ def demo(scale: float, seed: int | None, landing: str | None, run_job: bool, as_
         f"  {table:<28} {'not materialized' if n is None else f'{n:>10,}'}" for table, n in counts.items()
     ]
     return document, "\n".join(lines)
+
+
+def _rebuild_if_ahead(database: str, as_of: str) -> str | None:
+    """The demo's warehouse moves forward like any other (SPEC section 16). When it already learned
+    past the demo's anchor (say the UI materialized it on the wall clock), a demo run would be
+    refused, so the demo rebuilds its own warehouse file from the world it just wrote."""
+    from tradingmem_assets.defs.operations.ledger import learning_bound
+    from tradingmem_assets.lib.warehouse import connection
+    from tradingmem_assets.settings import parse_as_of
+
+    path = Path(database)
+    if not path.exists():
+        return None
+    with connection(path, read_only=True) as con:
+        bound = learning_bound(con)
+    if bound is None or bound <= parse_as_of(as_of):
+        return None
+    for stale in (path, path.with_name(path.name + ".wal")):
+        stale.unlink(missing_ok=True)
+    return (
+        f"rebuilt {database} from scratch: it had learned up to {bound.isoformat()}, later than the "
+        f"demo's as_of {as_of} (learning runs move forward)"
+    )
 
 
 def register(group: click.Group) -> None:
