@@ -1,7 +1,16 @@
-"""Materialization metadata the Dagster UI renders well: row count, column schema, table name."""
+"""The one Dagster-side helper module: metadata the UI renders well, check results from Pandera
+validations, and the factory of checks that re-read a stored table."""
+
+from collections.abc import Callable
+from dataclasses import dataclass
+from datetime import datetime
 
 import dagster as dg
+import duckdb
+import pandera.polars as pa
 import polars as pl
+
+from tradingmem_assets.lib.validation import validate
 
 
 def table_metadata(table_name: str, frame: pl.DataFrame | None = None, row_count: int | None = None) -> dict:
@@ -16,17 +25,104 @@ def table_metadata(table_name: str, frame: pl.DataFrame | None = None, row_count
     return meta
 
 
+def validation_metadata(validation) -> dict:
+    """A validation's failures as metadata: their count, a summary and the first failure cases."""
+    meta: dict = {
+        "violations": validation.failure_cases.height,
+        "summary": dg.MetadataValue.md(validation.summary()),
+    }
+    if not validation.passed:
+        cases = validation.failure_cases.head(20)
+        meta["failure_cases"] = dg.MetadataValue.md(markdown_table(cases))
+    return meta
+
+
+def markdown_table(frame: pl.DataFrame) -> str:
+    """A small frame as a markdown table (floats rounded for people)."""
+    if frame.height == 0:
+        return "(none)"
+    rounded = frame.with_columns(pl.col(pl.Float32, pl.Float64).round(4))
+    head = "| " + " | ".join(rounded.columns) + " |"
+    rule = "|" + "---|" * len(rounded.columns)
+    rows = ["| " + " | ".join("" if v is None else str(v) for v in row) + " |" for row in rounded.iter_rows()]
+    return "\n".join([head, rule, *rows])
+
+
+def markdown_counts(pairs) -> dg.MetadataValue:
+    """``- `key`: n`` lines for counts (e.g. rows by status)."""
+    return dg.MetadataValue.md("\n".join(f"- `{k}`: {n}" for k, n in pairs) or "(none)")
+
+
 def check_result(check_name: str, validation, asset_key: dg.AssetKey | None = None) -> dg.AssetCheckResult:
-    """An asset check result from a ``schemas.validation.Validation``, with its failures as metadata."""
+    """An asset check result from a ``lib.validation.Validation``, with its failures as metadata."""
     return dg.AssetCheckResult(
         check_name=check_name,
         asset_key=asset_key,
         passed=validation.passed,
-        metadata={
-            "violations": validation.failure_cases.height,
-            "summary": dg.MetadataValue.md(validation.summary()),
-        },
+        metadata=validation_metadata(validation),
     )
+
+
+@dataclass(frozen=True)
+class StoredTableCheck:
+    """An invariant re-read from the stored table, so a hand edit of the warehouse fails a check.
+
+    ``read`` selects what the invariants need (the table, joined with the facts it must agree
+    with); ``invariants`` builds the Pandera schema for the instant the table was built at (the
+    warehouse's latest learning ``as_of``).
+    """
+
+    name: str
+    asset: str
+    table: str
+    description: str
+    read: Callable[[duckdb.DuckDBPyConnection, datetime], pl.DataFrame]
+    invariants: Callable[[datetime], pa.DataFrameSchema]
+    blocking: bool = True
+
+
+def stored_table_checks(checks: list[StoredTableCheck]) -> list[dg.AssetChecksDefinition]:
+    """One ``@asset_check`` per stored-table invariant: runs after its asset materializes, alone
+    from the UI, and in ``warehouse_checks_job``; it never raises (a failure is a failed check)."""
+    return [_stored_table_check(spec) for spec in checks]
+
+
+def _stored_table_check(spec: StoredTableCheck) -> dg.AssetChecksDefinition:
+    @dg.asset_check(
+        name=spec.name,
+        asset=spec.asset,
+        blocking=spec.blocking,
+        description=spec.description,
+        required_resource_keys={"warehouse"},
+    )
+    def _check(context: dg.AssetCheckExecutionContext) -> dg.AssetCheckResult:
+        from tradingmem_assets.defs.operations.ledger import learning_bound
+        from tradingmem_assets.lib.warehouse import table_exists
+
+        warehouse = context.resources.warehouse
+        try:
+            with warehouse.connect() as con:
+                if not table_exists(con, spec.table):
+                    return dg.AssetCheckResult(
+                        passed=False, metadata={"error": f"{spec.table} does not exist: materialize it first"}
+                    )
+                built_at = learning_bound(con) or warehouse.as_of_ts
+                frame = spec.read(con, built_at)
+            validation = validate(spec.invariants(built_at), frame)
+        except Exception as exc:  # a check that raises records no evaluation: report it as failed
+            return dg.AssetCheckResult(
+                passed=False, metadata={"error": f"{type(exc).__name__}: {exc}"[:2000]}
+            )
+        return dg.AssetCheckResult(
+            passed=validation.passed,
+            metadata={
+                **validation_metadata(validation),
+                "rows": frame.height,
+                "built_at": built_at.isoformat(),
+            },
+        )
+
+    return _check
 
 
 def fail_on(validation, table: str) -> None:

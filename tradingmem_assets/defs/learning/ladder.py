@@ -382,7 +382,9 @@ def build_methodology_state(
     outputs = read_outputs(con, as_of)
     valid, rejects = validate_outputs(outputs)
     runs = read_frame(
-        con, "SELECT run_id, started_at, symbol, kind FROM raw.institution_runs WHERE started_at <= $1", [as_of]
+        con,
+        "SELECT run_id, started_at, symbol, kind FROM raw.institution_runs WHERE started_at <= $1",
+        [as_of],
     )
     bars = read_frame(con, "SELECT symbol, ts, close FROM raw.price_bars WHERE ts <= $1", [as_of])
     injections = read_frame(

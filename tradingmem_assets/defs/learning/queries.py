@@ -57,7 +57,9 @@ def methodologies_as_of(
     con: duckdb.DuckDBPyConnection, as_of: datetime, *, injectable: bool = False
 ) -> pl.DataFrame:
     """The methodologies known at ``as_of`` with their state then; ``injectable``: graduated ones only."""
-    if not (table_exists(con, tables.METHODOLOGIES) and table_exists(con, tables.METHODOLOGY_LIFECYCLE_EVENTS)):
+    if not (
+        table_exists(con, tables.METHODOLOGIES) and table_exists(con, tables.METHODOLOGY_LIFECYCLE_EVENTS)
+    ):
         raise LookupError("methodologies are not materialized yet: run trading_memory_job first")
     return read_frame(
         con,

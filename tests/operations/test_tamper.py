@@ -1,0 +1,88 @@
+"""A hand edit of a stored table is reported as a failed check by warehouse_checks_job (SPEC 18)."""
+
+from __future__ import annotations
+
+import dagster as dg
+import duckdb
+import pytest
+
+from tests.world import DEFS, World
+from tradingmem_assets.defs.operations.jobs import warehouse_checks_job
+from tradingmem_assets.demo import write_demo_world
+
+T = "2024-07-01T00:00:00Z"
+
+
+def run_checks(world: World) -> dict[tuple[str, str], dg.AssetCheckEvaluation]:
+    definitions = dg.Definitions(
+        assets=list(DEFS.assets or []),
+        asset_checks=list(DEFS.asset_checks or []),
+        jobs=[warehouse_checks_job],
+        resources={"warehouse": world.resource()},
+    )
+    result = definitions.resolve_job_def("warehouse_checks_job").execute_in_process(
+        instance=world.instance, raise_on_error=False
+    )
+    assert not result.get_asset_materialization_events(), "the checks job must materialize nothing"
+    return {(e.asset_key.to_user_string(), e.check_name): e for e in result.get_asset_check_evaluations()}
+
+
+def tamper(world: World, *statements: str) -> None:
+    con = duckdb.connect(str(world.db))
+    try:
+        for sql in statements:
+            con.execute(sql)
+    finally:
+        con.close()
+
+
+@pytest.fixture
+def built(tmp_path, instance) -> World:
+    world = World(tmp_path, instance, as_of=T)
+    write_demo_world(world.landing, scale=0.002, seed=3)
+    assert world.materialize().success
+    return world
+
+
+def test_every_stored_check_passes_on_an_untouched_warehouse(built):
+    evaluations = run_checks(built)
+    assert len(evaluations) >= 30
+    failed = {k: e.metadata for k, e in evaluations.items() if not e.passed}
+    assert failed == {}
+
+
+@pytest.mark.parametrize(
+    ("edit", "check"),
+    [
+        (
+            "INSERT INTO main.customer_kb SELECT doc_id, title, 'public' AS visibility, body "
+            "FROM raw.kb_documents WHERE visibility = 'internal' LIMIT 1",
+            ("customer_kb", "stored_no_internal_document_in_customer_kb"),
+        ),
+        (
+            "UPDATE main.fin_customer_profile SET investor_type = CASE WHEN investor_type = 'C5' THEN 'C1' "
+            "ELSE 'C5' END WHERE customer_id = (SELECT min(customer_id) FROM main.fin_customer_profile "
+            "WHERE investor_type IS NOT NULL)",
+            ("fin_customer_profile", "stored_profile_red_lines"),
+        ),
+        (
+            "UPDATE main.evaluation_runs SET is_primary = true, promoted_at = known_at WHERE run_id = ("
+            "SELECT min(r.run_id) FROM main.evaluation_runs r WHERE NOT r.is_primary AND r.status = 'complete' "
+            "AND r.decision_id IN (SELECT decision_id FROM main.evaluation_runs WHERE is_primary))",
+            ("evaluation_runs", "stored_evaluation_runs_invariants"),
+        ),
+        (
+            "INSERT INTO main.role_cases SELECT * FROM main.role_cases LIMIT 1",
+            ("role_cases", "role_cases_invariants"),
+        ),
+    ],
+    ids=["internal_doc_in_customer_kb", "investor_type_overwritten", "second_primary_run", "duplicate_case"],
+)
+def test_a_hand_edit_is_reported_as_a_failed_check(built, edit, check):
+    tamper(built, edit)
+    evaluations = run_checks(built)
+    assert evaluations[check].passed is False, f"{check} did not catch: {edit}"
+    assert evaluations[check].metadata["violations"].value > 0
+    others = {k for k, e in evaluations.items() if not e.passed} - {check}
+    # the edit breaks its own invariant; anything else that fails must be explained by the same edit
+    assert all(k[0] == check[0] or k[0] in {"role_stats", "profile_snapshots"} for k in others), others

@@ -1,0 +1,85 @@
+"""Profile red lines re-read from the stored tables: an overwritten investor_type, a second current
+snapshot or an internal document in customer_kb fails a check in the UI and in warehouse_checks_job."""
+
+import pandera.polars as pa
+import polars as pl
+
+from tradingmem_assets.defs.profile import fields
+from tradingmem_assets.defs.profile.invariants import (
+    BASIS_CHECK,
+    CUSTOMER_KB_SCHEMA,
+    INVESTOR_TYPE_CHECK,
+    PROFILE_SNAPSHOTS_SCHEMA,
+    latest_investor_types_sql,
+)
+from tradingmem_assets.lib import tables
+from tradingmem_assets.lib.dagster_kit import StoredTableCheck, stored_table_checks
+from tradingmem_assets.lib.warehouse import read_frame
+
+
+def _profile_read(con, built_at) -> pl.DataFrame:
+    keys = ", ".join(f"'{f}'" for f in fields.PROFILE_FIELDS)
+    return read_frame(
+        con,
+        f"SELECT p.customer_id, p.investor_type, q.expected_investor_type, "
+        f"len(list_filter([{keys}], lambda k: json_extract(p.generation_basis, '$.' || k) IS NULL)) "
+        f"AS fields_without_basis "
+        f"FROM {tables.FIN_CUSTOMER_PROFILE} p LEFT JOIN ({latest_investor_types_sql()}) q USING (customer_id)",
+        [built_at],
+    )
+
+
+STORED_PROFILE_INVARIANTS = pa.DataFrameSchema(
+    {
+        "customer_id": pa.Column(pl.String, unique=True),
+        "investor_type": pa.Column(pl.String, nullable=True),
+        "expected_investor_type": pa.Column(pl.String, nullable=True),
+        "fields_without_basis": pa.Column(pl.Int64, pa.Check.eq(0, name=BASIS_CHECK)),
+    },
+    name="fin_customer_profile",
+    checks=[
+        pa.Check(
+            lambda data: data.lazyframe.select(
+                pl.col("investor_type").eq_missing(pl.col("expected_investor_type")).alias("ok")
+            ),
+            name=INVESTOR_TYPE_CHECK,
+        )
+    ],
+)
+SNAPSHOTS_READ_SQL = f"""
+SELECT s.snapshot_id, s.customer_id, s.version, s.snapshot_hash, s.is_current, p.snapshot_hash AS profile_hash
+FROM {tables.PROFILE_SNAPSHOTS} s LEFT JOIN {tables.FIN_CUSTOMER_PROFILE} p USING (customer_id)
+"""
+KB_READ_SQL = f"""
+SELECT k.doc_id, k.title, k.visibility, d.visibility AS source_visibility
+FROM {tables.CUSTOMER_KB} k LEFT JOIN raw.kb_documents d USING (doc_id)
+"""
+
+PROFILE_CHECKS = stored_table_checks(
+    [
+        StoredTableCheck(
+            name="stored_profile_red_lines",
+            asset="fin_customer_profile",
+            table=tables.FIN_CUSTOMER_PROFILE,
+            description="investor_type is the latest questionnaire's (never a conversation's); every field has a basis.",
+            read=_profile_read,
+            invariants=lambda _at: STORED_PROFILE_INVARIANTS,
+        ),
+        StoredTableCheck(
+            name="stored_one_current_snapshot_per_customer",
+            asset="profile_snapshots",
+            table=tables.PROFILE_SNAPSHOTS,
+            description="Versions 1..n per customer, exactly one current snapshot, matching the profile.",
+            read=lambda con, _at: read_frame(con, SNAPSHOTS_READ_SQL),
+            invariants=lambda _at: PROFILE_SNAPSHOTS_SCHEMA,
+        ),
+        StoredTableCheck(
+            name="stored_no_internal_document_in_customer_kb",
+            asset="customer_kb",
+            table=tables.CUSTOMER_KB,
+            description="Only public kb_documents reach customer_kb (checked against the source visibility).",
+            read=lambda con, _at: read_frame(con, KB_READ_SQL),
+            invariants=lambda _at: CUSTOMER_KB_SCHEMA,
+        ),
+    ]
+)
