@@ -10,9 +10,9 @@ import pytest
 from tests.lib.test_wilson import reference
 from tests.world import ts
 from tradingmem_assets.defs.learning.candidates import dedup_key, parse_candidates, resolve_candidates
-from tradingmem_assets.defs.learning.injection import scan_text, scan_texts
 from tradingmem_assets.defs.learning.ladder import fold_outcomes, reflect_runs
 from tradingmem_assets.defs.learning.role_outputs import validate_outputs
+from tradingmem_assets.defs.safety.injection import scan_text, scan_texts
 
 BUY_SUPPORT = (
     "Buy BTC at support: when price tests a prior support level on the 4h chart and RSI is oversold, "

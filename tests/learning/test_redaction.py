@@ -4,7 +4,7 @@ import json
 
 import pytest
 
-from tradingmem_assets.defs.learning.redaction import (
+from tradingmem_assets.defs.safety.redaction import (
     is_secret_key,
     redact_text,
     redact_value,

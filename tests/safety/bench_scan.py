@@ -1,12 +1,13 @@
 """Measure the injection scan's cost per 10,000 proposals (docs/security.md).
 
-    PYTHONPATH=. python -m tests.security.bench_scan [--n 10000] [--repeat 3]
+    PYTHONPATH=. python -m tests.safety.bench_scan [--n 10000] [--repeat 3]
 
 Proposals are the demo world's proposal texts, each made unique (its description gets a variant
 number), so the per-text caches never answer for a proposal already scanned; caches are cleared
-before every timed run. Two paths are timed: ``scan_column`` over the text the methodology pipeline
-scans (all strings of a proposal, keys included, one per row), and ``scan_proposal`` (field by field,
-which repeats vocabulary fields such as ``long`` or ``4h`` across proposals and caches them).
+before every timed run. Three paths are timed: ``scan_column`` over all strings of a proposal joined
+(keys included, one per row: the Pandera check's kind of text), ``scan_proposal`` (field by field,
+which repeats vocabulary fields such as ``long`` or ``4h`` across proposals and caches them), and
+``scan_candidate`` (what the methodology pipeline runs: field by field, then the joined strings).
 """
 
 from __future__ import annotations
@@ -18,8 +19,8 @@ import time
 
 import polars as pl
 
-from tradingmem_assets.core import injection
-from tradingmem_assets.core.methodology import parse_proposal
+from tradingmem_assets.defs.learning.candidates import parse_proposal
+from tradingmem_assets.defs.safety import injection
 from tradingmem_assets.demo.methodologies import _proposal_table
 
 
@@ -41,7 +42,8 @@ def main() -> None:
     props = proposals(args.n)
     texts = [parse_proposal(p)["scan_text"] for p in props]
     frame = pl.DataFrame({"t": texts})
-    column, report = [], []
+    bodies = [json.loads(p) for p in props]
+    column, report, candidate = [], [], []
     for _ in range(args.repeat):
         injection.clear_caches()
         t0 = time.perf_counter()
@@ -51,6 +53,10 @@ def main() -> None:
         t0 = time.perf_counter()
         rejected = sum(not injection.scan_proposal(p).clean for p in props)
         report.append(time.perf_counter() - t0)
+        injection.clear_caches()
+        t0 = time.perf_counter()
+        caught = sum(not injection.scan_candidate(b, t).clean for b, t in zip(bodies, texts, strict=True))
+        candidate.append(time.perf_counter() - t0)
     scale = 10_000 / args.n
     print(f"{args.n} proposals, mean {sum(map(len, texts)) / len(texts):.0f} characters scanned each")
     print(
@@ -58,6 +64,10 @@ def main() -> None:
     )
     print(
         f"scan_proposal: {statistics.median(report) * scale:.2f} s per 10,000 proposals ({rejected} flagged)"
+    )
+    print(
+        f"scan_candidate: {statistics.median(candidate) * scale:.2f} s per 10,000 proposals "
+        f"({caught} flagged)"
     )
 
 

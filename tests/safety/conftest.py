@@ -1,17 +1,15 @@
-"""Print the corpus detection table at the end of a run that included the security tests."""
+"""Print the corpus detection table at the end of a run that included the safety tests."""
 
 from __future__ import annotations
 
 
 def pytest_terminal_summary(terminalreporter, exitstatus, config):  # noqa: ARG001
     ran = any(
-        "tests/security" in str(getattr(r, "nodeid", ""))
-        for rs in terminalreporter.stats.values()
-        for r in rs
+        "tests/safety" in str(getattr(r, "nodeid", "")) for rs in terminalreporter.stats.values() for r in rs
     )
     if not ran:
         return
-    from tests.security.corpus_stats import (
+    from tests.safety.corpus_stats import (
         HELD_OUT_ATTACKS,
         HELD_OUT_BENIGN,
         TUNED_ATTACKS,

@@ -1,4 +1,4 @@
-"""The project's injection corpus (tests/security/corpus) and its detection / false-positive rates."""
+"""The project's injection corpus (tests/safety/corpus) and its detection / false-positive rates."""
 
 from __future__ import annotations
 
@@ -7,7 +7,7 @@ from collections import defaultdict
 from dataclasses import dataclass
 from pathlib import Path
 
-from tradingmem_assets.core.injection import scan_text
+from tradingmem_assets.defs.safety.injection import scan_text
 
 CORPUS = Path(__file__).resolve().parent / "corpus"
 # rounds used to write and generalise the rules (each round after the first was first measured untuned)

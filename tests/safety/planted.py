@@ -9,19 +9,16 @@ import json
 import random
 import string
 from dataclasses import dataclass
-from pathlib import Path
 from typing import Any
+
+from mnemonic import Mnemonic
 
 ALNUM = string.ascii_letters + string.digits
 UPPER_DIGITS = string.ascii_uppercase + string.digits
 HEX = "0123456789abcdef"
 B58 = "123456789ABCDEFGHJKLMNPQRSTUVWXYZabcdefghijkmnopqrstuvwxyz"
 B64 = ALNUM + "+/"
-BIP39 = (
-    (Path(__file__).resolve().parents[2] / "tradingmem_assets" / "core" / "bip39_english.txt")
-    .read_text()
-    .split()
-)
+BIP39 = list(Mnemonic("english").wordlist)
 
 
 @dataclass(frozen=True)

@@ -1,6 +1,6 @@
 """How the planted secrets fare: detect-secrets alone versus the project's redaction (docs/security.md).
 
-    PYTHONPATH=. python -m tests.security.secrets_report
+    PYTHONPATH=. python -m tests.safety.secrets_report
 
 "detect-secrets alone" scans each planted value written as JSON (as its file scan would, every default
 plugin and filter) and counts a secret as caught when a finding covers every string that must not
@@ -17,8 +17,8 @@ from pathlib import Path
 from detect_secrets import SecretsCollection
 from detect_secrets.settings import default_settings
 
-from tests.security.planted import held_out, planted
-from tradingmem_assets.core.redaction import find_secrets, redact_value
+from tests.safety.planted import held_out, planted
+from tradingmem_assets.defs.safety.redaction import find_secrets, redact_value
 
 
 def detect_secrets_values(value: object, directory: Path) -> list[str]:

@@ -5,7 +5,7 @@ import json
 
 import pytest
 
-from tests.security.corpus_stats import (
+from tests.safety.corpus_stats import (
     HELD_OUT_ATTACKS,
     HELD_OUT_BENIGN,
     TUNED_ATTACKS,
@@ -15,8 +15,8 @@ from tests.security.corpus_stats import (
     false_positives,
     load,
 )
-from tradingmem_assets.core import injection
-from tradingmem_assets.core.injection import scan_text
+from tradingmem_assets.defs.safety import gates, injection
+from tradingmem_assets.defs.safety.injection import scan_text
 
 ATTACKS = load(*TUNED_ATTACKS)
 BENIGN = load(*TUNED_BENIGN)
@@ -81,7 +81,7 @@ def test_tickers_hashes_dates_and_indicator_names_do_not_trip_the_decoder(row):
 def test_gates_only_save_time_they_never_hide_a_finding(monkeypatch):
     rows = ATTACKS + BENIGN + HELD_ATTACKS + HELD_BENIGN
     gated = [scan_text(r["text"]) for r in rows]
-    monkeypatch.setattr(injection, "_USE_GATES", False)
+    monkeypatch.setattr(gates, "USE_GATES", False)
     injection.clear_caches()
     try:
         ungated = [scan_text(r["text"]) for r in rows]

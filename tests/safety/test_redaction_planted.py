@@ -8,8 +8,8 @@ import pytest
 from detect_secrets import SecretsCollection
 from detect_secrets.settings import default_settings
 
-from tests.security.planted import held_out, planted
-from tradingmem_assets.core.redaction import (
+from tests.safety.planted import held_out, planted
+from tradingmem_assets.defs.safety.redaction import (
     find_secrets,
     is_secret_key,
     redact_text,

@@ -3,8 +3,9 @@
 Every ``proposed_methodology`` of a role output (any run kind) is a candidate, taken in
 ``(run started_at, run_id, output_id)`` order:
 
-1. injection scan over every string of the proposal (``core.injection``) -> ``rejected_injection``;
-   the text is never stored as a methodology;
+1. injection scan of every field of the proposal, then of all its strings joined
+   (``safety.injection.scan_candidate``) -> ``rejected_injection``; the text is never stored as a
+   methodology;
 2. validation -> ``rejected_invalid``: the output itself must be valid, the fields present and of
    the right type, ``direction``/``primary_signal``/``timeframe``/``asset_class`` inside the
    vocabularies of ``core.vocabulary``, indicators a list of strings, and the phases a DAG (unique
@@ -33,7 +34,7 @@ from typing import Any
 import numpy as np
 import polars as pl
 
-from tradingmem_assets.defs.learning.injection import scan_column
+from tradingmem_assets.defs.safety.injection import scan_candidate
 from tradingmem_assets.lib import vocabulary as v
 from tradingmem_assets.lib.dtypes import UTC_TS
 from tradingmem_assets.lib.similarity import jaccard_4gram, tfidf_vectors
@@ -126,8 +127,18 @@ def _vocab(field: str, value: Any, allowed: tuple[str, ...], problems: list[str]
     return norm
 
 
+def _injection(proposal: Any, joined: str) -> dict[str, Any]:
+    """Every field of the proposal scanned, then its strings ``joined`` (``scan_candidate``):
+    ``injection`` the families (reason codes), ``injection_hits`` a JSON list of ``{family, field,
+    start, end, form}`` per hit (span in that field's text; field ``(all fields)``: in ``scan_text``)."""
+    report = scan_candidate(proposal, joined)
+    hits = [{k: getattr(h, k) for k in ("family", "field", "start", "end", "form")} for h in report.hits]
+    return {"injection": report.families, "injection_hits": json.dumps(hits, ensure_ascii=False)}
+
+
 def parse_proposal(text: str | None) -> dict[str, Any]:
-    """A proposal's normalized fields, its text for the injection scan, and its validation problems."""
+    """A proposal's normalized fields, its text for the injection scan, the scan's families
+    (``injection``) and hits (``injection_hits``, JSON), and its validation problems."""
     out: dict[str, Any] = {k: None for k in BASE_SCHEMA.names()}
     problems: list[str] = []
     try:
@@ -135,7 +146,8 @@ def parse_proposal(text: str | None) -> dict[str, Any]:
     except (TypeError, ValueError):
         body = None
     if not isinstance(body, dict):
-        return {**out, "scan_text": text or "", "problems": ["proposed_methodology is not a JSON object"]}
+        problems = ["proposed_methodology is not a JSON object"]
+        return {**out, "scan_text": text or "", **_injection(text, text or ""), "problems": problems}
     scan_text = "\n".join(_strings(body))
     for field in ("name", "description"):
         val = body.get(field)
@@ -196,7 +208,7 @@ def parse_proposal(text: str | None) -> dict[str, Any]:
     out["phases"] = json.dumps(norm_phases, ensure_ascii=False)
     if not problems:
         out["dedup_key"] = dedup_key(direction, signal, timeframe, indicators, asset_class)  # type: ignore[arg-type]
-    return {**out, "scan_text": scan_text, "problems": problems}
+    return {**out, "scan_text": scan_text, **_injection(body, scan_text), "problems": problems}
 
 
 _PARSED_SCHEMA = pl.Schema(
@@ -212,6 +224,8 @@ _PARSED_SCHEMA = pl.Schema(
         "phases": pl.String(),
         "dedup_key": pl.String(),
         "scan_text": pl.String(),
+        "injection": pl.List(pl.String()),
+        "injection_hits": pl.String(),
         "problems": pl.List(pl.String()),
     }
 )
@@ -221,6 +235,8 @@ def parse_candidates(proposals: pl.DataFrame) -> pl.DataFrame:
     """Candidates with parsed fields, injection hits and problems; one parse per distinct text.
 
     ``proposals``: output_id, run_id, started_at, output_valid, output_reason, proposed_methodology.
+    Adds ``injection`` (list of family codes; empty: clean) and ``injection_hits`` (JSON list of
+    ``{family, field, start, end, form}``, one per hit; ``[]``: clean).
     """
     uniq = proposals.get_column("proposed_methodology").unique(maintain_order=True).to_list()
     rows = []
@@ -228,7 +244,6 @@ def parse_candidates(proposals: pl.DataFrame) -> pl.DataFrame:
         parsed = parse_proposal(text)
         rows.append({"proposed_methodology": text, **{k: parsed.get(k) for k in _PARSED_SCHEMA.names()[1:]}})
     parsed = pl.DataFrame(rows, schema=_PARSED_SCHEMA) if rows else pl.DataFrame(schema=_PARSED_SCHEMA)
-    parsed = parsed.with_columns(scan_column(pl.col("scan_text")).alias("injection"))
     return proposals.join(parsed, on="proposed_methodology", how="left").sort(
         "started_at", "run_id", "output_id"
     )

@@ -14,8 +14,8 @@ import json
 import pandera.polars as pa
 import polars as pl
 
-from tradingmem_assets.defs.learning.injection import scan_column
-from tradingmem_assets.defs.learning.redaction import secret_kinds_in_text, secret_kinds_in_value
+from tradingmem_assets.defs.safety.injection import scan_column
+from tradingmem_assets.defs.safety.redaction import secret_kinds_in_text, secret_kinds_in_value
 from tradingmem_assets.lib import vocabulary as v
 from tradingmem_assets.lib.dtypes import UTC_TS
 

@@ -27,8 +27,8 @@ from typing import Any
 
 import polars as pl
 
-from tradingmem_assets.defs.learning.redaction import redact_text, redact_value
 from tradingmem_assets.defs.learning.tiers import ToolTiers
+from tradingmem_assets.defs.safety.redaction import redact_text, redact_value
 
 # review outcomes
 NOT_REVIEWED, REJECTED, BELOW_THRESHOLD, CREATED, MERGED, SUPPRESSED = (

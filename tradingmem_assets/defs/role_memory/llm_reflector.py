@@ -25,6 +25,7 @@ from tradingmem_assets.defs.role_memory.reflection import (
     LESSON_MAX_CHARS,
     DeterministicReflector,
 )
+from tradingmem_assets.defs.safety.data_blocks import DATA_BLOCK_RULE, data_block
 from tradingmem_assets.lib.budget import BudgetExceededError, BudgetTracker, Pricing, Usage
 
 CATEGORY = "reflection"
@@ -100,13 +101,16 @@ SYSTEM_PROMPT = (
 
 
 def lesson_prompt(row: dict) -> tuple[str, str]:
-    system = SYSTEM_PROMPT.format(role_id=row["role_id"], limit=LESSON_MAX_CHARS)
+    """The system and user messages for one case. The decision text is the agent's stored record,
+    so it goes in as data: a sealed block it cannot close (``safety.data_blocks``)."""
+    system = SYSTEM_PROMPT.format(role_id=row["role_id"], limit=LESSON_MAX_CHARS) + " " + DATA_BLOCK_RULE
+    decision = row.get("decision_text")
     facts = {
         "role_question": row.get("reflection_prompt"),
         "failure_modes": row.get("failure_modes"),
         "symbol": row.get("symbol"),
         "direction": row.get("direction"),
-        "decision_text": row.get("decision_text"),
+        "decision_text": None if decision is None else data_block("decision", decision, row.get("case_id")),
         "classification": row.get("classification"),
         "missing_evidence": row.get("missing_evidence"),
         "excess_return": row.get("excess_return"),
