@@ -86,3 +86,17 @@ def test_a_hand_edit_is_reported_as_a_failed_check(built, edit, check):
     others = {k for k, e in evaluations.items() if not e.passed} - {check}
     # the edit breaks its own invariant; anything else that fails must be explained by the same edit
     assert all(k[0] == check[0] or k[0] in {"role_stats", "profile_snapshots"} for k in others), others
+
+
+def test_a_broken_invariant_refuses_the_write_shows_a_failed_check_and_stops_downstream(built):
+    # a duplicated stored run: the next evaluation would carry it into its write
+    tamper(built, "INSERT INTO main.evaluation_runs SELECT * FROM main.evaluation_runs LIMIT 1")
+    before = built.query("SELECT * FROM main.evaluation_runs ORDER BY run_id")
+    result = built.materialize(raise_on_error=False)
+    assert not result.success
+    evaluation = {e.check_name: e for e in result.get_asset_check_evaluations()}["evaluation_runs_invariants"]
+    assert evaluation.passed is False
+    assert evaluation.metadata["violations"].value > 0 and "failure_cases" in evaluation.metadata
+    assert built.query("SELECT * FROM main.evaluation_runs ORDER BY run_id").equals(before)  # rolled back
+    ran = {e.step_key for e in result.all_events if e.event_type_value == "STEP_START"}
+    assert "role_cases" not in ran  # the blocking check stopped what is downstream

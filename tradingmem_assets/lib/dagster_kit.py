@@ -1,7 +1,7 @@
 """The one Dagster-side helper module: metadata the UI renders well, check results from Pandera
 validations, and the factory of checks that re-read a stored table."""
 
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from datetime import datetime
 
@@ -125,10 +125,20 @@ def _stored_table_check(spec: StoredTableCheck) -> dg.AssetChecksDefinition:
     return _check
 
 
-def fail_on(validation, table: str) -> None:
-    """Stop before writing when a red line would break: the message names the violated invariants."""
-    if not validation.passed:
-        raise dg.Failure(
-            description=f"{table} would break its invariants; nothing was written. {validation.summary()}",
-            metadata={"summary": dg.MetadataValue.md(validation.summary())},
+def refuse_write(validation, table: str, checks: list[tuple[str, str]]) -> Iterator[dg.AssetCheckResult]:
+    """When a red line would break: record each check as failed, with its failure cases (so the UI
+    shows a failed check, not just a failed step), then stop the step. Called inside the write's
+    transaction, the raise rolls the write back: the stored tables stay as they were."""
+    if validation.passed:
+        return
+    for check_name, asset in checks:
+        yield dg.AssetCheckResult(
+            check_name=check_name,
+            asset_key=dg.AssetKey(asset),
+            passed=False,
+            metadata=validation_metadata(validation),
         )
+    raise dg.Failure(
+        description=f"{table} would break its invariants; nothing was written. {validation.summary()}",
+        metadata={"summary": dg.MetadataValue.md(validation.summary())},
+    )

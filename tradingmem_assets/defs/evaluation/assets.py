@@ -14,7 +14,7 @@ from tradingmem_assets.defs.evaluation.scoring import (
 from tradingmem_assets.defs.operations.ledger import learning_bound
 from tradingmem_assets.defs.resources import WarehouseResource
 from tradingmem_assets.lib import tables
-from tradingmem_assets.lib.dagster_kit import check_result, table_metadata
+from tradingmem_assets.lib.dagster_kit import check_result, refuse_write, table_metadata
 from tradingmem_assets.lib.tables import raw_key
 from tradingmem_assets.lib.validation import validate
 from tradingmem_assets.lib.warehouse import read_frame, scalar, transaction
@@ -85,11 +85,7 @@ def evaluation(context: dg.AssetExecutionContext, warehouse: WarehouseResource):
         evaluate(con, roles, as_of, learning_bound(con))
         all_runs = read_frame(con, f"SELECT {VALIDATED_COLUMNS} FROM _ev_all")
         validation = validate(EVALUATION_RUNS_SCHEMA, all_runs)
-        if not validation.passed:
-            raise dg.Failure(
-                description="evaluation runs would break their invariants; nothing was written",
-                metadata={"summary": dg.MetadataValue.md(validation.summary())},
-            )
+        yield from refuse_write(validation, "evaluation_runs", [(RUNS_INVARIANTS_CHECK, "evaluation_runs")])
         with transaction(con):
             con.execute(
                 f"CREATE OR REPLACE TABLE {tables.EVALUATION_RUNS} AS SELECT * FROM _ev_all"

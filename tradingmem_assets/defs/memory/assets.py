@@ -7,7 +7,7 @@ from tradingmem_assets.defs.memory import promotion, sessions
 from tradingmem_assets.defs.profile import invariants as schemas
 from tradingmem_assets.defs.resources import WarehouseResource
 from tradingmem_assets.lib import tables
-from tradingmem_assets.lib.dagster_kit import check_result, fail_on, table_metadata
+from tradingmem_assets.lib.dagster_kit import check_result, refuse_write, table_metadata
 from tradingmem_assets.lib.dtypes import as_utc
 from tradingmem_assets.lib.tables import raw_key
 from tradingmem_assets.lib.validation import validate
@@ -31,7 +31,7 @@ from tradingmem_assets.settings import SETTINGS
         )
     ],
 )
-def session_contexts(context: dg.AssetExecutionContext, warehouse: WarehouseResource) -> dg.MaterializeResult:
+def session_contexts(context: dg.AssetExecutionContext, warehouse: WarehouseResource):
     as_of = warehouse.as_of_ts
     with warehouse.connect() as con:
         read_columns(
@@ -40,7 +40,9 @@ def session_contexts(context: dg.AssetExecutionContext, warehouse: WarehouseReso
         messages = read_frame(con, sessions.ACTIVE_SESSION_MESSAGES_SQL, [as_of])
         result = sessions.session_contexts(messages, as_of)
         validation = validate(schemas.session_contexts_schema(as_of), result.contexts)
-        fail_on(validation, "session_contexts")
+        yield from refuse_write(
+            validation, "session_contexts", [(schemas.SESSIONS_CHECK, "session_contexts")]
+        )
         with transaction(con):
             replace_table(con, tables.SESSION_CONTEXTS, result.contexts)
     mixed = result.mixed_customer_sessions
@@ -49,7 +51,7 @@ def session_contexts(context: dg.AssetExecutionContext, warehouse: WarehouseReso
             f"{mixed.height} active session(s) mix several customers and got no context: "
             + ", ".join(mixed.get_column("session_id").head(10).to_list())
         )
-    return dg.MaterializeResult(
+    yield dg.MaterializeResult(
         metadata={
             **table_metadata(tables.SESSION_CONTEXTS, result.contexts),
             "as_of": as_of.isoformat(),
@@ -122,7 +124,7 @@ def memory_promotion(context: dg.AssetExecutionContext, warehouse: WarehouseReso
             validation = validate(
                 schemas.user_facts_schema(as_of, stale_days), as_utc(read_frame(con, FACTS_CHECKED_SQL))
             )
-            fail_on(validation, "user_facts")
+            yield from refuse_write(validation, "user_facts", [(schemas.FACTS_CHECK, "user_facts")])
         statuses = dict(con.execute(STATUS_COUNTS_SQL).fetchall())
         promotions, units, orphans, facts, critical, customers = con.execute(COUNTS_SQL).fetchall()[0]
     yield dg.MaterializeResult(

@@ -21,7 +21,7 @@ from tradingmem_assets.defs.profile.writes import (
 )
 from tradingmem_assets.defs.resources import WarehouseResource
 from tradingmem_assets.lib import tables
-from tradingmem_assets.lib.dagster_kit import check_result, fail_on, table_metadata
+from tradingmem_assets.lib.dagster_kit import check_result, refuse_write, table_metadata
 from tradingmem_assets.lib.sql_json import sql_literal
 from tradingmem_assets.lib.tables import raw_key
 from tradingmem_assets.lib.validation import customer_ranges, validate, validate_by_customer
@@ -128,7 +128,14 @@ def customer_profile(context: dg.AssetExecutionContext, warehouse: WarehouseReso
                 profile_checked_sql,
                 customer_ranges(con, BUILD, CHUNK_SIZE),
             )
-            fail_on(profile_validation, "fin_customer_profile")
+            yield from refuse_write(
+                profile_validation,
+                "fin_customer_profile",
+                [
+                    (schemas.INVESTOR_TYPE_CHECK, "fin_customer_profile"),
+                    (schemas.BASIS_CHECK, "fin_customer_profile"),
+                ],
+            )
             snapshots.assign_versions(con, BUILD, snapshots.latest_sql(tables.PROFILE_SNAPSHOTS))
             rewritten = mark_rewrites(con, BUILD)
             write_profiles(con, BUILD)
@@ -137,7 +144,9 @@ def customer_profile(context: dg.AssetExecutionContext, warehouse: WarehouseReso
             snapshot_validation = validate(
                 schemas.PROFILE_SNAPSHOTS_SCHEMA, read_frame(con, SNAPSHOTS_CHECKED_SQL)
             )
-            fail_on(snapshot_validation, "profile_snapshots")
+            yield from refuse_write(
+                snapshot_validation, "profile_snapshots", [(schemas.ONE_CURRENT_CHECK, "profile_snapshots")]
+            )
         counts = (
             con.sql(
                 PROFILE_COUNTS_SQL,
@@ -250,7 +259,7 @@ def advisor_customer_view(warehouse: WarehouseResource) -> dg.MaterializeResult:
         )
     ],
 )
-def customer_kb(warehouse: WarehouseResource) -> dg.MaterializeResult:
+def customer_kb(warehouse: WarehouseResource):
     with warehouse.connect() as con:
         documents = read_columns(
             con, tables.raw_table("kb_documents"), ["doc_id", "title", "visibility", "body"]
@@ -258,10 +267,10 @@ def customer_kb(warehouse: WarehouseResource) -> dg.MaterializeResult:
         kb = knowledge_base.customer_kb(documents)
         source = read_frame(con, "SELECT doc_id, visibility AS source_visibility FROM raw.kb_documents")
         validation = validate(schemas.CUSTOMER_KB_SCHEMA, kb.join(source, on="doc_id", how="left"))
-        fail_on(validation, "customer_kb")
+        yield from refuse_write(validation, "customer_kb", [(schemas.KB_CHECK, "customer_kb")])
         with transaction(con):
             replace_table(con, tables.CUSTOMER_KB, kb)
-    return dg.MaterializeResult(
+    yield dg.MaterializeResult(
         metadata={
             **table_metadata(tables.CUSTOMER_KB, kb),
             "internal_documents_withheld": documents.height - kb.height,
