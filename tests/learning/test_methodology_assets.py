@@ -136,7 +136,13 @@ def test_injected_methodology_never_appears_in_methodologies(ladder: World):
     [(detail,)] = ladder.rows(
         "SELECT detail FROM methodology_lifecycle_events WHERE event = 'rejected_injection'"
     )
-    assert json.loads(detail) == {"output_id": "r03-an", "run_id": "r03", "reasons": ["ignore_instructions"]}
+    assert json.loads(detail) == {
+        "output_id": "r03-an",
+        "run_id": "r03",
+        "reasons": ["ignore_instructions"],
+        # the family, the field and the span where the scan found it
+        "hits": [{"family": "ignore_instructions", "field": "description", "start": 0, "end": 28, "form": "text"}],
+    }
 
 
 def test_buy_and_sell_at_support_are_two_methodologies_and_paraphrases_merge(ladder: World):

@@ -262,6 +262,11 @@ def _detail(**fields: Any) -> str:
     return json.dumps(fields, ensure_ascii=False, sort_keys=True)
 
 
+_HITS_DTYPE = pl.List(
+    pl.Struct({"family": pl.String, "field": pl.String, "start": pl.Int64, "end": pl.Int64, "form": pl.String})
+)
+
+
 def resolve_candidates(candidates: pl.DataFrame) -> CandidateResult:
     """Run the ordered dedup over parsed candidates; return the methodologies and their events."""
     cand = candidates.with_columns(
@@ -364,7 +369,17 @@ def resolve_candidates(candidates: pl.DataFrame) -> CandidateResult:
         pl.lit(None, dtype=pl.String).alias("methodology_id"),
         pl.col("verdict").alias("event"),
         pl.col("started_at").alias("ts"),
-        pl.struct("output_id", "run_id", reasons.alias("reasons")).struct.json_encode().alias("detail"),
+        pl.struct(
+            "output_id",
+            "run_id",
+            reasons.alias("reasons"),
+            # where each injection family was found: field path, span and form (text / decoded:...)
+            pl.when(pl.col("verdict") == "rejected_injection")
+            .then(pl.col("injection_hits").str.json_decode(_HITS_DTYPE))
+            .alias("hits"),
+        )
+        .struct.json_encode()
+        .alias("detail"),
     )
     events = pl.concat(
         [accepted_events.cast(CANDIDATE_EVENTS_SCHEMA), rejected_events.cast(CANDIDATE_EVENTS_SCHEMA)]
