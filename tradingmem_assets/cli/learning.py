@@ -86,20 +86,46 @@ def recent(limit: int, as_json: bool):
 @click.option(
     "--max-tier", type=click.IntRange(1, 4), default=None, help="Highest tool tier the caller may use."
 )
+@click.option(
+    "--as-of",
+    "as_of",
+    default=None,
+    metavar="TS",
+    help="Point in time (ISO-8601; naive = UTC): only learnings known by then, with the counters and "
+    "weight their turns and feedback up to then give (default TRADINGMEM_AS_OF, else the stored ones).",
+)
 @json_option
-def suggest_cmd(message: str, k: int | None, max_tier: int | None, as_json: bool):
+def suggest_cmd(message: str, k: int | None, max_tier: int | None, as_of: str | None, as_json: bool):
     """Top-K learnings for MESSAGE, ranked by TF-IDF similarity x weight."""
     from tradingmem_assets.cli.common import db_path
-    from tradingmem_assets.defs.learning.suggest import suggest
+    from tradingmem_assets.defs.learning.suggest import read_as_of, suggest
+    from tradingmem_assets.settings import parse_as_of
 
+    if as_of is not None:
+        try:
+            instant = parse_as_of(as_of)
+        except ValueError:
+            raise CliError(
+                f"--as-of {as_of!r} is not an ISO-8601 instant (e.g. 2024-07-01T00:00:00Z)", exit_code=2
+            ) from None
+    else:
+        instant = read_as_of(None)  # TRADINGMEM_AS_OF when set (its own error names it), else None
     note = _disabled_note()
     if note:
         return {"enabled": False, "suggestions": [], "note": note}, note
-    rows = suggest(message, k=k, max_tier=max_tier, database=db_path())
-    document = {"enabled": True, "message": message, "max_tier": max_tier, "suggestions": rows}
+    rows = suggest(message, k=k, max_tier=max_tier, as_of=instant, database=db_path())
+    document = {
+        "enabled": True,
+        "message": message,
+        "max_tier": max_tier,
+        "as_of": instant.isoformat() if instant else None,
+        "suggestions": rows,
+    }
+    when = f" as of {instant.isoformat()}" if instant else ""
     if not rows:
-        return document, "no learning matches this message"
-    lines = [
+        return document, f"no learning matches this message{when}"
+    lines = [f"learnings{when}:"] if when else []
+    lines += [
         f"{i}. {r['learning_id']} score={r['score']:.3f} (similarity {r['similarity']:.3f} x weight "
         f"{r['weight']:.3f}) tier {r['required_tier']}\n   trigger: {r['trigger']}\n   {r['guidance']}"
         for i, r in enumerate(rows, start=1)

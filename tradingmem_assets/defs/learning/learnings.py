@@ -4,15 +4,22 @@ The whole table is a deterministic function of ``raw.agent_turns``, ``raw.learni
 the operator's tombstones (``learning_deletions``) and ``as_of``; it is recomputed from scratch on
 every run, so re-materializing unchanged inputs changes no row.
 
-Each turn is reviewed (``core.learning_review``); a reviewed candidate joins an earlier, similar
-learning or starts one (``core.learning_dedup``); learnings an operator deleted are suppressed;
-this module then counts turns and feedback into the table. ``core.learning_suggest`` ranks it.
+Each turn is reviewed (``review``); a reviewed candidate joins an earlier, similar learning or
+starts one (``dedup``); learnings an operator deleted are suppressed; this module then counts turns
+and feedback into the table. ``suggest`` ranks it.
 
 Counters. Each reviewed turn of a learning is one success (``success_count`` starts at 1).
 Feedback: adopted and successful -> ``success_count + 1``; adopted and failed ->
 ``failure_count + 1``; adopted with unknown success -> no counter (reported); not adopted ->
 ``ignored_count + 1`` and ``weight = 0.95 ** ignored_count``. ``last_used_at`` = the latest turn or
-adopted feedback. Only rows at or before ``as_of`` count.
+adopted feedback. Only rows at or before ``as_of`` count. These rules are one SQL query
+(``counters_query``): the build runs it over its frames at the run's ``as_of``, and
+``learnings_as_of`` runs it over ``learning_reviews`` and ``raw.learning_feedback`` at any instant T,
+so a warehouse built later reads, as of T, exactly the counters a warehouse built at T stored.
+
+Time (SPEC 16). ``known_at`` = ``created_at`` = the started_at of the turn that created the
+learning (its first reviewed turn); dedup decisions are made in arrival order against the learnings
+of that instant (``dedup``), so a learning's id, turns and ``known_at`` never depend on later turns.
 """
 
 from __future__ import annotations
@@ -21,12 +28,14 @@ import re
 from dataclasses import dataclass
 from datetime import datetime
 
+import duckdb
 import polars as pl
 
 from tradingmem_assets.defs.learning.dedup import TRIGGER_SIMILARITY, cluster_candidates
 from tradingmem_assets.defs.learning.review import CREATED, MERGED, SUPPRESSED, review_turns
 from tradingmem_assets.defs.learning.tiers import ToolTiers
-from tradingmem_assets.lib.dtypes import UTC_TS
+from tradingmem_assets.lib import tables
+from tradingmem_assets.lib.dtypes import UTC_TS, as_utc
 
 IGNORE_DECAY = 0.95
 
@@ -42,6 +51,7 @@ LEARNINGS_SCHEMA = pl.Schema(
         "ignored_count": pl.Int64(),
         "weight": pl.Float64(),
         "created_at": UTC_TS,
+        "known_at": UTC_TS,
         "last_used_at": UTC_TS,
         "required_tier": pl.Int64(),
         "tool_names": pl.String(),
@@ -64,6 +74,144 @@ DELETIONS_SCHEMA = pl.Schema({"learning_id": pl.String(), "deleted_at": UTC_TS, 
 FEEDBACK_REPORT_SCHEMA = pl.Schema(
     {"feedback_id": pl.String(), "learning_id": pl.String(), "ts": UTC_TS, "status": pl.String()}
 )
+
+# --------------------------------------------------------------------------------------- counters
+
+# the columns a learning's history moves; every other column is fixed by the turn that created it
+COUNTER_COLUMNS = ("success_count", "failure_count", "ignored_count", "weight", "last_used_at", "turn_count")
+LEARNED_OUTCOMES = (CREATED, MERGED)
+
+# what one feedback row does to its learning (the 'status' of the build's feedback report)
+FEEDBACK_KIND_SQL = """CASE
+    WHEN NOT adopted THEN 'ignored'
+    WHEN success IS NULL THEN 'adopted_outcome_unknown'
+    WHEN success THEN 'adopted_success'
+    ELSE 'adopted_failure' END"""
+
+
+def counters_query(learnings: str, reviews: str, feedback: str) -> str:
+    """SQL (parameter ``$as_of``): the counters of every learning known at ``as_of``.
+
+    ``learnings`` needs learning_id and known_at; ``reviews`` learning_id, started_at, outcome (the
+    ``learning_reviews`` rows); ``feedback`` learning_id, adopted, success, ts. Only turns with
+    started_at <= as_of and feedback with ts <= as_of count. One row per learning, COUNTER_COLUMNS.
+    """
+    outcomes = ", ".join(f"'{o}'" for o in LEARNED_OUTCOMES)
+    return f"""
+WITH known AS (
+    SELECT learning_id FROM {learnings} WHERE known_at <= $as_of
+), turns AS (
+    SELECT learning_id, count(*)::BIGINT AS turn_count, max(started_at) AS last_turn_at
+    FROM {reviews}
+    WHERE outcome IN ({outcomes}) AND started_at <= $as_of
+    GROUP BY learning_id
+), fb AS (
+    SELECT learning_id, ts, {FEEDBACK_KIND_SQL} AS kind
+    FROM {feedback}
+    WHERE ts <= $as_of
+), fb_counts AS (
+    SELECT
+        learning_id,
+        count(*) FILTER (WHERE kind = 'adopted_success')::BIGINT AS fb_success,
+        count(*) FILTER (WHERE kind = 'adopted_failure')::BIGINT AS fb_failure,
+        count(*) FILTER (WHERE kind = 'ignored')::BIGINT AS fb_ignored,
+        max(ts) FILTER (WHERE kind LIKE 'adopted%') AS last_adopted_at
+    FROM fb
+    GROUP BY learning_id
+)
+SELECT
+    k.learning_id,
+    t.turn_count + coalesce(f.fb_success, 0) AS success_count,
+    coalesce(f.fb_failure, 0) AS failure_count,
+    coalesce(f.fb_ignored, 0) AS ignored_count,
+    pow({IGNORE_DECAY}::DOUBLE, coalesce(f.fb_ignored, 0)) AS weight,
+    greatest(t.last_turn_at, f.last_adopted_at) AS last_used_at,
+    t.turn_count
+FROM known k
+JOIN turns t USING (learning_id)
+LEFT JOIN fb_counts f USING (learning_id)
+ORDER BY k.learning_id
+"""
+
+
+def feedback_report_query(learnings: str, deletions: str, feedback: str) -> str:
+    """SQL (``$as_of``): every feedback row at or before ``as_of`` and what it did (its status)."""
+    return f"""
+SELECT
+    feedback_id,
+    learning_id,
+    ts,
+    CASE
+        WHEN learning_id IN (SELECT learning_id FROM {deletions}) THEN 'learning_deleted'
+        WHEN learning_id NOT IN (SELECT learning_id FROM {learnings}) THEN 'unknown_learning'
+        ELSE {FEEDBACK_KIND_SQL} END AS status
+FROM {feedback}
+WHERE ts <= $as_of
+ORDER BY ts, feedback_id
+"""
+
+
+def learnings_as_of(con: duckdb.DuckDBPyConnection, as_of: datetime) -> pl.DataFrame:
+    """``learnings`` as it stood at ``as_of`` (SPEC 16), read from a warehouse built at any later time.
+
+    The learnings with known_at <= as_of, their counters and weight from the turns
+    (``learning_reviews``) and feedback (``raw.learning_feedback``) at or before as_of only. An
+    instant after the warehouse's latest learning run reads as of that run: turns after it were not
+    reviewed, so feedback after it does not count either.
+    """
+    from tradingmem_assets.defs.operations.ledger import learning_bound
+
+    bound = learning_bound(con)
+    if bound is not None and as_of > bound:
+        as_of = bound
+    columns = {
+        r[0]
+        for r in con.execute(
+            "SELECT column_name FROM information_schema.columns "
+            "WHERE table_schema = 'main' AND table_name = 'learnings'"
+        ).fetchall()
+    }
+    if "known_at" not in columns:
+        raise ValueError(
+            "table learnings has no known_at column (built by an older version): "
+            "materialize learnings again before reading it as of an instant"
+        )
+    fixed = [c for c in LEARNINGS_SCHEMA.names() if c not in COUNTER_COLUMNS]
+    counters = counters_query(
+        tables.LEARNINGS, tables.LEARNING_REVIEWS, tables.raw_table("learning_feedback")
+    )
+    sql = (
+        f"SELECT {', '.join(f'l.{c}' for c in fixed)}, {', '.join(f'c.{c}' for c in COUNTER_COLUMNS)} "
+        f"FROM {tables.LEARNINGS} l JOIN ({counters}) c USING (learning_id)"
+    )
+    frame = as_utc(con.sql(sql, params={"as_of": as_of}).pl())
+    return frame.select(LEARNINGS_SCHEMA.names()).cast(LEARNINGS_SCHEMA).sort("learning_id")  # type: ignore[arg-type]
+
+
+def _apply_rules(
+    identity: pl.DataFrame,
+    reviews: pl.DataFrame,
+    feedback: pl.DataFrame,
+    deletions: pl.DataFrame,
+    as_of: datetime,
+) -> tuple[pl.DataFrame, pl.DataFrame]:
+    """(counters per learning, feedback report): the SQL of ``learnings_as_of``, run over frames."""
+    con = duckdb.connect()
+    try:
+        con.execute("SET TimeZone = 'UTC'")
+        con.register("learnings_", identity.select("learning_id", "known_at"))
+        con.register("reviews_", reviews.select("learning_id", "started_at", "outcome"))
+        con.register("feedback_", feedback.select("feedback_id", "learning_id", "adopted", "success", "ts"))
+        con.register("deletions_", deletions.select("learning_id"))
+        params = {"as_of": as_of}
+        counters = as_utc(con.sql(counters_query("learnings_", "reviews_", "feedback_"), params=params).pl())
+        report = as_utc(
+            con.sql(feedback_report_query("learnings_", "deletions_", "feedback_"), params=params).pl()
+        )
+    finally:
+        con.close()
+    return counters, report
+
 
 # --------------------------------------------------------------------------------------- build
 
@@ -139,46 +287,18 @@ def build_learnings(
     reviews = reviews.sort("started_at", "turn_id")
 
     kept = clustered.filter(pl.col("outcome") != SUPPRESSED)
-    first = kept.filter(pl.col("outcome") == CREATED)
-    per = kept.group_by("learning_id").agg(
-        pl.len().cast(pl.Int64).alias("turn_count"),
-        pl.col("started_at").max().alias("last_turn_at"),
-    )
-    base = first.select(
+    identity = kept.filter(pl.col("outcome") == CREATED).select(
         "learning_id",
         "trigger",
         "tool_sequence",
         "tool_names",
         "required_tier",
         pl.col("started_at").alias("created_at"),
+        pl.col("started_at").alias("known_at"),
         pl.col("turn_id").alias("source_turn_id"),
-    ).join(per, on="learning_id", how="left")
-
-    fb = feedback.filter(pl.col("ts") <= as_of)
-    known = base.get_column("learning_id").implode()
-    fb = fb.with_columns(
-        pl.when(pl.col("learning_id").is_in(deleted))
-        .then(pl.lit("learning_deleted"))
-        .when(~pl.col("learning_id").is_in(known))
-        .then(pl.lit("unknown_learning"))
-        .when(~pl.col("adopted"))
-        .then(pl.lit("ignored"))
-        .when(pl.col("success").is_null())
-        .then(pl.lit("adopted_outcome_unknown"))
-        .when(pl.col("success"))
-        .then(pl.lit("adopted_success"))
-        .otherwise(pl.lit("adopted_failure"))
-        .alias("status")
     )
-    counts = fb.group_by("learning_id").agg(
-        (pl.col("status") == "adopted_success").sum().cast(pl.Int64).alias("fb_success"),
-        (pl.col("status") == "adopted_failure").sum().cast(pl.Int64).alias("fb_failure"),
-        (pl.col("status") == "ignored").sum().cast(pl.Int64).alias("fb_ignored"),
-        pl.col("ts").filter(pl.col("status").str.starts_with("adopted")).max().alias("last_adopted_at"),
-    )
-    out = base.join(counts, on="learning_id", how="left").with_columns(
-        pl.col("fb_success", "fb_failure", "fb_ignored").fill_null(0)
-    )
+    counters, fb_report = _apply_rules(identity, reviews, feedback, deletions, as_of)
+    out = identity.join(counters, on="learning_id", how="left")
     names = [
         _slug(t, lid) for t, lid in zip(out["trigger"].to_list(), out["learning_id"].to_list(), strict=True)
     ]
@@ -189,13 +309,8 @@ def build_learnings(
     out = out.with_columns(
         pl.Series("name", names, dtype=pl.String),
         pl.Series("guidance", guidance, dtype=pl.String),
-        (pl.col("turn_count") + pl.col("fb_success")).alias("success_count"),
-        pl.col("fb_failure").alias("failure_count"),
-        pl.col("fb_ignored").alias("ignored_count"),
-        pl.lit(IGNORE_DECAY).pow(pl.col("fb_ignored")).cast(pl.Float64).alias("weight"),
-        pl.max_horizontal("last_turn_at", "last_adopted_at").alias("last_used_at"),
         pl.col("tool_names").list.join(",").alias("tool_names"),
     )
     learnings = out.select(LEARNINGS_SCHEMA.names()).cast(LEARNINGS_SCHEMA).sort("learning_id")  # type: ignore[arg-type]
-    fb_report = fb.select("feedback_id", "learning_id", "ts", "status").cast(FEEDBACK_REPORT_SCHEMA)  # type: ignore[arg-type]
-    return LearningBuild(learnings=learnings, reviews=reviews, feedback=fb_report.sort("ts", "feedback_id"))
+    fb_report = fb_report.select(FEEDBACK_REPORT_SCHEMA.names()).cast(FEEDBACK_REPORT_SCHEMA)  # type: ignore[arg-type]
+    return LearningBuild(learnings=learnings, reviews=reviews, feedback=fb_report)
