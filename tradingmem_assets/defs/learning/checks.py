@@ -32,6 +32,7 @@ LEARNING_CHECKS = stored_table_checks(
             description="The stored learnings: ids, counters, weight = 0.95^ignored, no secret in any field.",
             read=_table(tables.LEARNINGS),
             invariants=lambda _at: LEARNINGS_SCHEMA,
+            enabled=lambda: SETTINGS.learning_enabled,
         ),
         StoredTableCheck(
             name="stored_methodologies_invariants",

@@ -33,6 +33,11 @@ from tradingmem_assets.defs.learning.candidates import (
     parse_candidates,
     resolve_candidates,
 )
+from tradingmem_assets.defs.learning.events import (
+    all_events,
+    case_hints,
+    hashed_ids,
+)
 from tradingmem_assets.defs.learning.role_outputs import (
     read_outputs,
     run_citations,
@@ -72,27 +77,6 @@ CASES_SCHEMA = pl.Schema(
         "applied": pl.Boolean(),
     }
 )
-HINTS_SCHEMA = pl.Schema(
-    {
-        "injection_id": pl.String(),
-        "methodology_id": pl.String(),
-        "run_id": pl.String(),
-        "injected_at": UTC_TS,
-        "injectable_at_injection": pl.Boolean(),
-        "methodology_exists": pl.Boolean(),
-        "run_exists": pl.Boolean(),
-    }
-)
-EVENTS_SCHEMA = pl.Schema(
-    {
-        "event_id": pl.String(),
-        "methodology_id": pl.String(),
-        "event": pl.String(),
-        "ts": UTC_TS,
-        "detail": pl.String(),
-        "source_output_id": pl.String(),
-    }
-)
 METHODOLOGIES_SCHEMA = pl.Schema(
     {
         "methodology_id": pl.String(),
@@ -117,20 +101,6 @@ METHODOLOGIES_SCHEMA = pl.Schema(
         "known_at": UTC_TS,
     }
 )
-
-
-def hashed_ids(frame: pl.DataFrame, column: str, prefix: str, parts: Sequence[str]) -> pl.DataFrame:
-    """Add ``column`` = prefix + first 16 hex of sha256(parts joined by '|'), computed set-based in DuckDB."""
-    if frame.height == 0:
-        return frame.with_columns(pl.lit(None, dtype=pl.String).alias(column))
-    con = duckdb.connect()
-    try:
-        con.register("_f", frame.select([pl.col(p).cast(pl.String).fill_null("") for p in parts]))
-        joined = " || '|' || ".join(f'"{p}"' for p in parts)
-        ids = con.sql(f"SELECT '{prefix}' || left(sha256({joined}), 16) AS id FROM _f").pl()
-    finally:
-        con.close()
-    return frame.with_columns(ids.get_column("id").alias(column))
 
 
 # --------------------------------------------------------------------------------------- reflections
@@ -291,68 +261,6 @@ def apply_state(base: pl.DataFrame, timeline: pl.DataFrame) -> pl.DataFrame:
         pl.col("created_at").alias("known_at"),  # its first accepted proposal's run started_at
     )
     return out.select(METHODOLOGIES_SCHEMA.names()).cast(METHODOLOGIES_SCHEMA).sort("methodology_id")  # type: ignore[arg-type]
-
-
-def case_hints(
-    injections: pl.DataFrame, timeline: pl.DataFrame, base: pl.DataFrame, run_ids: pl.Series, as_of: datetime
-) -> pl.DataFrame:
-    """Every injection at or before ``as_of`` with the methodology's injectability at that moment."""
-    inj = injections.filter(pl.col("injected_at") <= as_of).sort("injected_at")
-    # ties at one instant: the state after the last outcome of that instant (fold order: case_id)
-    states = timeline.select("methodology_id", "recorded_at", "case_id", "graduated").sort(
-        "recorded_at", "case_id"
-    )
-    hinted = inj.join_asof(
-        states,
-        left_on="injected_at",
-        right_on="recorded_at",
-        by="methodology_id",
-        strategy="backward",
-        check_sortedness=False,
-    )
-    hinted = hinted.with_columns(
-        pl.col("graduated").fill_null(False).alias("injectable_at_injection"),
-        pl.col("methodology_id")
-        .is_in(base.get_column("methodology_id").implode())
-        .alias("methodology_exists"),
-        pl.col("run_id").is_in(run_ids.implode()).alias("run_exists"),
-    )
-    return hinted.select(HINTS_SCHEMA.names()).cast(HINTS_SCHEMA).sort("injected_at", "injection_id")  # type: ignore[arg-type]
-
-
-def all_events(candidate_events: pl.DataFrame, outcome_evts: pl.DataFrame) -> pl.DataFrame:
-    """The lifecycle events with deterministic ids, in time order."""
-    cand = candidate_events.rename({"source_id": "_source"}).with_columns(
-        pl.col("_source").alias("source_output_id")  # the candidate that caused the event
-    )
-    outc = outcome_evts.rename({"case_id": "_source"}).with_columns(
-        pl.lit(None, dtype=pl.String).alias("source_output_id")
-    )
-    both = pl.concat(
-        [
-            cand.select("_source", "methodology_id", "event", "ts", "detail", "source_output_id"),
-            outc.select("_source", "methodology_id", "event", "ts", "detail", "source_output_id"),
-        ]
-    )
-    both = hashed_ids(both, "event_id", "me_", ["event", "_source", "methodology_id"])
-    order = pl.col("event").replace_strict(
-        {
-            "created": 0,
-            "merged": 1,
-            "rejected_injection": 2,
-            "rejected_invalid": 3,
-            "outcome_recorded": 4,
-            "graduated": 5,
-            "demoted": 6,
-        },
-        return_dtype=pl.Int64,
-    )
-    return (
-        both.with_columns(order.alias("_order"))
-        .sort("ts", "_order", "event_id")
-        .select(EVENTS_SCHEMA.names())
-        .cast(EVENTS_SCHEMA)  # type: ignore[arg-type]
-    )
 
 
 # --------------------------------------------------------------------------------------- whole state
