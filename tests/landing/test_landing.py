@@ -55,7 +55,11 @@ def test_good_and_bad_rows_are_split_with_exact_reasons(world: World):
     assert raw_row["decided_at"] == "not-a-time" and "unknown_extra" not in raw_row
     meta = result.asset_materializations_for_node("raw__trading_decisions")[0].metadata
     assert (meta["rows_read"].value, meta["accepted"].value, meta["rejected"].value) == (7, 2, 5)
-    [check] = result.get_asset_check_evaluations()
+    [check] = [
+        c
+        for c in result.get_asset_check_evaluations()
+        if c.check_name == "rows_read_equal_accepted_plus_rejected"
+    ]
     assert check.passed and check.check_name == "rows_read_equal_accepted_plus_rejected"
 
 
@@ -157,3 +161,36 @@ def test_rematerializing_replaces_a_tables_rejects_instead_of_piling_them_up(wor
     world.materialize(["raw/trading_decisions"])
     world.materialize(["raw/trading_decisions"])
     assert world.rows("SELECT count(*) FROM raw_rejects") == [(5,)]
+
+
+RAGGED_CSV = """decision_id,role_id,skill_id,symbol,direction,account_id,market,scenario,decision_text,evidence,preview_id,decided_at
+d1,valuation,equity_research,GOOG,long,a1,spot,,buy,[],p1,2024-01-02T10:00:00Z
+d2,valuation,equity_research,GOOG,long,a1,spot,,buy,[],p2,2024-01-02T10:00:00Z,one too many,and another
+d3,valuation,equity_research,GOOG,long,a1,spot
+d4,valuation,equity_research,GOOG,short,a1,spot,,"sell, then wait",[],p4,2024-01-02T11:00:00Z
+"""
+
+
+def test_a_ragged_csv_line_becomes_a_reject_row_with_its_raw_line(world: World):
+    world.write_text("trading_decisions.csv", RAGGED_CSV)
+    result = world.materialize(["raw/trading_decisions"])
+    assert result.success
+    assert [r[0] for r in world.rows("SELECT decision_id FROM raw.trading_decisions ORDER BY 1")] == [
+        "d1",
+        "d4",
+    ]
+    got = world.rows(
+        "SELECT row_number, reason, raw_row FROM raw_rejects WHERE table_name = 'trading_decisions' "
+        "ORDER BY row_number"
+    )
+    assert [(n, reason) for n, reason, _ in got] == [
+        (2, "ragged_line: 14 fields where the header has 12"),
+        (3, "ragged_line: 7 fields where the header has 12"),
+    ]
+    assert json.loads(got[0][2])["line"].startswith("d2,valuation") and "and another" in got[0][2]
+    [check] = [
+        c
+        for c in result.get_asset_check_evaluations()
+        if c.check_name == "rows_read_equal_accepted_plus_rejected"
+    ]
+    assert check.passed and check.metadata["rows_read"].value == 4

@@ -22,7 +22,7 @@ from tradingmem_assets.defs.learning.dedup import TRIGGER_SIMILARITY
 from tradingmem_assets.defs.learning.learnings import learnings_as_of
 from tradingmem_assets.defs.learning.review import learning_id_for
 from tradingmem_assets.defs.learning.suggest import suggest
-from tradingmem_assets.lib.similarity import _vectorizer, tfidf_vectors
+from tradingmem_assets.lib.similarity import tfidf_vectorizer, tfidf_vectors
 from tradingmem_assets.lib.warehouse import connection
 
 QUOTES = [("get_quote", {"symbol": "SOLUSD"}), ("get_order_book", {"symbol": "SOLUSD"}), ("risk_check", {})]
@@ -62,7 +62,7 @@ def _sklearn_cosines(make, corpus: list[str]) -> np.ndarray:
     return (matrix[:-1] @ matrix[-1].T).toarray().ravel()
 
 
-@pytest.mark.parametrize("make", [TfidfVectorizer, _vectorizer], ids=["sklearn_defaults", "lib_similarity"])
+@pytest.mark.parametrize("make", [TfidfVectorizer, tfidf_vectorizer], ids=["sklearn_defaults", "lib_similarity"])
 @pytest.mark.parametrize("corpus", HAND_CORPORA, ids=["triggers", "letters", "stopwords"])
 def test_arrival_tfidf_matches_sklearn_fitted_on_the_corpus_of_each_instant(make, corpus):
     groups = [i % 2 for i in range(len(corpus))]
@@ -84,7 +84,7 @@ def test_arrival_tfidf_pruning_keeps_every_document_at_or_above_the_bar():
     rng = random.Random(7)
     words = "btc eth funding rate long short size check the a order book risk buy sell limit now".split()
     corpus = [" ".join(rng.choices(words, k=rng.randint(1, 7))) for _ in range(120)]
-    inc = ArrivalTfidf.like(_vectorizer())
+    inc = ArrivalTfidf.like(tfidf_vectorizer())
     for i, text in enumerate(corpus):
         doc = inc.document(text)
         all_ids, all_cos = inc.cosines(doc, i % 3)

@@ -82,6 +82,12 @@ class WarehouseResource(DuckDBResource):
             ledger.close_run(con, run_id=self._run_id, failed=bool(failures))
 
     @property
+    def records_run(self) -> bool:
+        """Whether this run writes the warehouse (recorded in warehouse_runs), as opposed to a
+        checks-only run reading what earlier runs built."""
+        return self._run_id is not None
+
+    @property
     def as_of_ts(self) -> datetime:
         if self._as_of_ts is None:
             self._as_of_ts = resolve_as_of(self.as_of)

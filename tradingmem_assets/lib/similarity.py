@@ -13,7 +13,7 @@ from sklearn.feature_extraction.text import TfidfVectorizer
 from sklearn.metrics.pairwise import cosine_similarity
 
 
-def _vectorizer() -> TfidfVectorizer:
+def tfidf_vectorizer() -> TfidfVectorizer:
     # token_pattern keeps 1-char tokens and CJK runs; sublinear tf damps repeated words
     return TfidfVectorizer(
         lowercase=True, ngram_range=(1, 2), token_pattern=r"(?u)\b\w+\b", sublinear_tf=True
@@ -26,7 +26,7 @@ def tfidf_cosine(queries: Sequence[str], documents: Sequence[str]) -> np.ndarray
         return np.zeros((len(queries), len(documents)))
     corpus = [q or "" for q in queries] + [d or "" for d in documents]
     try:
-        matrix = _vectorizer().fit_transform(corpus)
+        matrix = tfidf_vectorizer().fit_transform(corpus)
     except ValueError:  # empty vocabulary: nothing is similar to anything
         return np.zeros((len(queries), len(documents)))
     return cosine_similarity(matrix[: len(queries)], matrix[len(queries) :])
@@ -54,6 +54,6 @@ def tfidf_vectors(texts: Sequence[str]):
     if not texts:
         return None
     try:
-        return _vectorizer().fit_transform([t or "" for t in texts])
+        return tfidf_vectorizer().fit_transform([t or "" for t in texts])
     except ValueError:
         return None

@@ -8,6 +8,7 @@ Typing is one set-based DuckDB ``TRY_CAST`` pass; the value rules are the Pander
 
 from __future__ import annotations
 
+import csv
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -57,13 +58,47 @@ def find_landing_file(landing_dir: Path, table: str) -> Path | None:
 
 
 def read_landing_file(path: Path) -> pl.DataFrame:
-    """CSV is read as text (typing happens later, row by row); Parquet keeps its own types."""
+    """CSV is read as text (typing happens later, row by row); Parquet keeps its own types.
+
+    A CSV line with more or fewer fields than the header does not sink the file: the frame keeps
+    the well-formed rows, numbered as in the file (``__row_number``), and ``ragged_lines`` says
+    which lines were cut out, so they become reject rows with the raw line.
+    """
     try:
         if path.suffix == ".csv":
-            return pl.read_csv(path, infer_schema=False, truncate_ragged_lines=False)
+            try:
+                return pl.read_csv(path, infer_schema=False, truncate_ragged_lines=False)
+            except pl.exceptions.ComputeError:
+                return _read_ragged_csv(path)
         return pl.read_parquet(path)
+    except LandingFileError:
+        raise
     except Exception as exc:  # any reader failure means the file as a whole is unusable
         raise LandingFileError(f"cannot read landing file {path}: {exc}") from exc
+
+
+RAGGED = "__ragged_line"
+
+
+def _read_ragged_csv(path: Path) -> pl.DataFrame:
+    """The slow path for a CSV with malformed lines: every record, numbered, with a ragged one's
+    raw text in ``__ragged_line`` (its values null), so ``ingest_frame`` rejects it with a reason."""
+    with path.open(newline="", encoding="utf-8") as handle:
+        records = list(csv.reader(handle))
+    if not records:
+        return pl.DataFrame()
+    header, body = records[0], records[1:]
+    width = len(header)
+    rows = [r if len(r) == width else [None] * width for r in body]
+    ragged = [None if len(r) == width else ",".join(r) for r in body]
+    widths = [len(r) for r in body]
+    frame = pl.DataFrame(rows, schema=dict.fromkeys(header, pl.String), orient="row")
+    reasons = [
+        None if w == width else f"ragged_line: {w} fields where the header has {width}" for w in widths
+    ]
+    return frame.with_columns(
+        pl.Series(RAGGED, ragged, dtype=pl.String), pl.Series(RAGGED + "_reason", reasons, dtype=pl.String)
+    )
 
 
 def _typing_sql(spec: LandingTable, present: set[str]) -> str:
@@ -115,6 +150,13 @@ def _pandera_reasons(spec: LandingTable, typed: pl.DataFrame) -> pl.DataFrame:
 def ingest_frame(table: str, frame: pl.DataFrame, source_file: str | None) -> IngestResult:
     """Type and validate an already-read landing frame."""
     spec = LANDING_TABLES[table]
+    ragged = (
+        frame.with_row_index(ROW, offset=1)
+        .filter(pl.col(RAGGED).is_not_null())
+        .select(pl.col(ROW).cast(pl.Int64), pl.col(RAGGED), pl.col(RAGGED + "_reason"))
+        if RAGGED in frame.columns
+        else None
+    )
     present = set(frame.columns) & set(spec.column_names)
     missing = [c for c in spec.columns if c.name not in present]
     required_missing = [c.name for c in missing if not c.nullable]
@@ -170,7 +212,21 @@ def ingest_frame(table: str, frame: pl.DataFrame, source_file: str | None) -> In
         .filter(~pl.col("idx").cast(pl.Int64).is_in(rejected_idx.implode()))
         .select(spec.column_names)
     )
+    if ragged is not None and ragged.height:
+        ragged_idx = ragged.get_column(ROW) - 1  # its values are null: drop the row's other reasons
+        per_row = per_row.filter(~pl.col("idx").is_in(ragged_idx.implode()))
+        accepted = (
+            typed.with_row_index("idx")
+            .filter(
+                ~pl.col("idx")
+                .cast(pl.Int64)
+                .is_in(pl.concat([per_row.get_column("idx"), ragged_idx]).implode())
+            )
+            .select(spec.column_names)
+        )
     rejects = _rejects_frame(spec, original, per_row, source_file)
+    if ragged is not None and ragged.height:
+        rejects = pl.concat([rejects, _ragged_rejects(spec, ragged, source_file)]).sort("row_number")
     return IngestResult(
         table=table,
         source_file=source_file,
@@ -202,6 +258,17 @@ def _rejects_frame(
         row_key.alias("row_key"),
         pl.col("reason"),
         pl.struct(as_text).struct.json_encode().alias("raw_row"),
+    ).cast(REJECTS_SCHEMA)
+
+
+def _ragged_rejects(spec: LandingTable, ragged: pl.DataFrame, source_file: str | None) -> pl.DataFrame:
+    return ragged.select(
+        pl.lit(spec.name).alias("table_name"),
+        pl.lit(source_file, dtype=pl.String).alias("source_file"),
+        pl.col(ROW).alias("row_number"),
+        pl.lit(None, dtype=pl.String).alias("row_key"),
+        pl.col(RAGGED + "_reason").alias("reason"),
+        pl.struct(pl.col(RAGGED).alias("line")).struct.json_encode().alias("raw_row"),
     ).cast(REJECTS_SCHEMA)
 
 

@@ -31,13 +31,13 @@ import json
 from dataclasses import dataclass
 from typing import Any
 
-import numpy as np
 import polars as pl
 
+from tradingmem_assets.defs.learning.dedup import arrival_tfidf
 from tradingmem_assets.defs.safety.injection import scan_candidate
 from tradingmem_assets.lib import vocabulary as v
 from tradingmem_assets.lib.dtypes import UTC_TS
-from tradingmem_assets.lib.similarity import jaccard_4gram, tfidf_vectors
+from tradingmem_assets.lib.similarity import jaccard_4gram
 
 TFIDF_MERGE = 0.85
 JACCARD_MERGE = 0.85
@@ -263,7 +263,9 @@ def _detail(**fields: Any) -> str:
 
 
 _HITS_DTYPE = pl.List(
-    pl.Struct({"family": pl.String, "field": pl.String, "start": pl.Int64, "end": pl.Int64, "form": pl.String})
+    pl.Struct(
+        {"family": pl.String, "field": pl.String, "start": pl.Int64, "end": pl.Int64, "form": pl.String}
+    )
 )
 
 
@@ -277,43 +279,39 @@ def resolve_candidates(candidates: pl.DataFrame) -> CandidateResult:
         .alias("verdict")
     )
     valid = cand.filter(pl.col("verdict").is_null())
-    descriptions = valid.get_column("description").unique(maintain_order=True).to_list()
-    desc_index = {d: i for i, d in enumerate(descriptions)}
-    vectors = tfidf_vectors(descriptions)
-    norms = (
-        np.sqrt(np.asarray(vectors.multiply(vectors).sum(axis=1)).ravel())
-        if vectors is not None
-        else np.zeros(len(descriptions))
-    )
-
+    # Each decision is made once, in arrival order, against the methodologies that existed then:
+    # the TF-IDF is the one fitted on their descriptions plus the candidate's (SPEC section 8).
+    tfidf = arrival_tfidf()
     by_key: dict[str, str] = {}
-    reps: dict[str, list[tuple[str, int]]] = {}  # direction -> [(methodology_id, description index)]
+    reps: dict[
+        str, list[tuple[str, str, bool]]
+    ] = {}  # direction -> [(methodology_id, description, has_terms)]
+    doc_owner: list[str] = []  # document id -> methodology_id
     decisions: list[tuple[str, str, str, float | None]] = []  # (methodology_id, event, via, similarity)
     for key, direction, desc in valid.select("dedup_key", "direction", "description").iter_rows():
         if key in by_key:
             decisions.append((by_key[key], "merged", "dedup_key", None))
             continue
-        i = desc_index[desc]
-        pool = reps.setdefault(direction, [])
-        if pool:
-            idx = [j for _, j in pool]
-            if vectors is not None and norms[i] > 0:
-                sims = (vectors[idx] @ vectors[i].T).toarray().ravel()
-            else:
-                sims = np.zeros(len(idx))
-            failed = (norms[idx] == 0) | (norms[i] == 0)
-            via = np.where(failed, "jaccard", "tfidf")
-            for n in np.flatnonzero(failed):
-                sims[n] = jaccard_4gram(desc, descriptions[idx[n]])
-            bar = np.where(failed, JACCARD_MERGE, TFIDF_MERGE)
-            ok = sims >= bar - 1e-12
-            if ok.any():
-                best = int(np.argmax(np.where(ok, sims, -1.0)))
-                decisions.append((pool[best][0], "merged", str(via[best]), round(float(sims[best]), 6)))
-                continue
+        doc = tfidf.document(desc)
+        scored: list[tuple[float, int, str, str]] = []  # (similarity, arrival, methodology_id, via)
+        if doc.terms:
+            ids, sims = tfidf.cosines(doc, direction, min_cosine=TFIDF_MERGE)
+            scored += [(float(s), int(i), doc_owner[i], "tfidf") for i, s in zip(ids, sims, strict=True)]
+        # where TF-IDF cannot judge a pair (a text without any word token), Jaccard 4-grams decide
+        for n, (mid, other, has_terms) in enumerate(reps.get(direction, [])):
+            if not (doc.terms and has_terms):
+                scored.append((jaccard_4gram(desc, other), -1 - n, mid, "jaccard"))
+        passing = [s for s in scored if s[0] >= (TFIDF_MERGE if s[3] == "tfidf" else JACCARD_MERGE) - 1e-12]
+        if passing:
+            sim, _, mid, via = max(passing, key=lambda s: (s[0], -abs(s[1])))
+            decisions.append((mid, "merged", via, round(sim, 6)))
+            continue
         mid = methodology_id_for(key)
         by_key[key] = mid
-        pool.append((mid, i))
+        reps.setdefault(direction, []).append((mid, desc, bool(doc.terms)))
+        if doc.terms:
+            tfidf.add(doc, direction)
+            doc_owner.append(mid)
         decisions.append((mid, "created", "new", None))
 
     resolved = valid.with_columns(

@@ -20,14 +20,14 @@ import numpy as np
 import polars as pl
 
 from tradingmem_assets.defs.learning.arrival_tfidf import ArrivalTfidf
-from tradingmem_assets.lib.similarity import _vectorizer
+from tradingmem_assets.lib.similarity import tfidf_vectorizer
 
 TRIGGER_SIMILARITY = 0.8
 
 
 def arrival_tfidf() -> ArrivalTfidf:
     """The incremental TF-IDF of learning triggers, tokenized like ``lib.similarity``."""
-    return ArrivalTfidf.like(_vectorizer())
+    return ArrivalTfidf.like(tfidf_vectorizer())
 
 
 def cluster_candidates(candidates: pl.DataFrame, threshold: float = TRIGGER_SIMILARITY) -> pl.DataFrame:
