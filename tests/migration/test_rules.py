@@ -215,3 +215,18 @@ def test_a_partition_without_any_backup_is_not_conserved():
     row = conservation_report(backups, _counts(0, 0, 0, [])).row(0, named=True)
     assert (row["rows_in"], row["checksum_ok"], row["conserved"]) == (0, False, False)
     assert "no backup" in row["detail"]
+
+
+def test_partitions_end_at_the_newest_legacy_month_not_the_wall_clock(tmp_path):
+    import polars as pl
+
+    from tradingmem_assets.defs.migration.partitions import newest_legacy_month
+
+    pl.DataFrame(
+        {"legacy_id": ["a", "b"], "created_at": ["2021-03-04T10:00:00Z", "2021-11-30T23:00:00Z"]}
+    ).write_csv(tmp_path / "legacy_role_memory.csv")
+    last = newest_legacy_month(tmp_path)
+    assert last == "2021-11-01"
+    keys = monthly_partitions("2020-01-01", last).get_partition_keys()
+    assert keys[0] == "2020-01-01" and keys[-1] == "2021-11-01" and len(keys) == 23
+    assert newest_legacy_month(tmp_path / "nothing") is None
