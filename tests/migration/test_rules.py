@@ -230,3 +230,14 @@ def test_partitions_end_at_the_newest_legacy_month_not_the_wall_clock(tmp_path):
     keys = monthly_partitions("2020-01-01", last).get_partition_keys()
     assert keys[0] == "2020-01-01" and keys[-1] == "2021-11-01" and len(keys) == 23
     assert newest_legacy_month(tmp_path / "nothing") is None
+
+
+def test_a_malformed_legacy_timestamp_does_not_extend_the_partitions(tmp_path):
+    import polars as pl
+
+    from tradingmem_assets.defs.migration.partitions import newest_legacy_month
+
+    pl.DataFrame({"created_at": ["2021-03-04T10:00:00Z", "2021-13-45T25:61:00Z", "not a time"]}).write_csv(
+        tmp_path / "legacy_role_memory.csv"
+    )
+    assert newest_legacy_month(tmp_path) == "2021-03-01"

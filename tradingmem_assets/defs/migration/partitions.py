@@ -36,10 +36,12 @@ def newest_legacy_month(landing_dir: Path) -> str | None:
         if path is None:
             return None
         frame = pl.scan_parquet(path) if path.suffix == ".parquet" else pl.scan_csv(path, infer_schema=False)
-        newest = frame.select(pl.col("created_at").cast(pl.String).max()).collect().item()
+        # the month of every readable timestamp (a malformed one is a landing reject, not a month)
+        month = pl.col("created_at").cast(pl.String).str.extract(r"^(\d{4}-(?:0[1-9]|1[0-2]))", 1)
+        newest = frame.select(month.max()).collect().item()
     except Exception:  # an unreadable file fails its landing asset with a clear message, not the load
         return None
-    return None if newest is None else first_month(str(newest)[:7])
+    return None if newest is None else first_month(newest)
 
 
 def _month_after(month: str) -> str:
