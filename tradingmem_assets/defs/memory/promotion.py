@@ -13,7 +13,8 @@ Rules this module commits to (also in docs/profile.md):
   before as_of: a demotion), else ``promoted``. ``reasons`` lists every code that applies.
 - A promoted unit becomes one user_fact: ``fact_id`` = ``uf_`` + sha256(unit_id)[:16];
   ``promoted_at`` = max(valid_from, updated_at), the instant the unit's current state first met
-  the rule, so a fact keeps its promotion time across runs.
+  the rule, so a fact keeps its promotion time across runs; ``known_at`` = the unit's updated_at
+  then (SPEC section 16).
 """
 
 from __future__ import annotations
@@ -67,6 +68,7 @@ USER_FACTS_SCHEMA = pl.Schema(
         "source_portal": pl.String(),
         "source_episode_id": pl.String(),
         "promoted_at": UTC_TS,
+        "known_at": UTC_TS,
     }
 )
 
@@ -163,7 +165,9 @@ def user_facts_sql(promotions: str) -> str:
 SELECT 'uf_' || left(sha256(unit_id), 16) AS fact_id, customer_id, fact_key, fact_value,
        fact_key IN ({critical}) AS is_critical, confidence, evidence_count,
        unit_id AS source_unit_id, source_portal, source_episode_id,
-       greatest(valid_from, updated_at) AS promoted_at
+       greatest(valid_from, updated_at) AS promoted_at,
+       -- SPEC section 16: the unit's updated_at when it met the promotion rule
+       updated_at AS known_at
 FROM {promotions}
 WHERE status = 'promoted'
 """
