@@ -484,3 +484,15 @@ def test_decision_coverage_fails_when_a_decision_is_missing_or_duplicated():
         ok.with_columns(pl.Series("names_a_role", [True, False])),
     ):
         assert not validate(DECISION_COVERAGE_SCHEMA, bad).passed
+
+
+def test_changed_rows_counts_only_what_a_run_changed(world: World):
+    Chain().add("d1").add("d2", source="autopilot").write_world(world)
+
+    def changed_rows() -> int:
+        result = world.materialize(PIPELINE)
+        [meta] = [m.metadata for m in result.asset_materializations_for_node("role_cases")]
+        return meta["changed_rows"].value
+
+    assert changed_rows() == 2  # both cases are new
+    assert changed_rows() == 0  # a replay with unchanged inputs and as_of changes nothing

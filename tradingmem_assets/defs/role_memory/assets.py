@@ -28,7 +28,7 @@ from tradingmem_assets.defs.role_memory.reflection import (
     reflection_inputs,
 )
 from tradingmem_assets.defs.role_memory.stats import role_stats
-from tradingmem_assets.defs.role_memory.writes import write_cases
+from tradingmem_assets.defs.role_memory.writes import UNCHANGED, write_cases
 from tradingmem_assets.lib import tables
 from tradingmem_assets.lib.budget import BudgetTracker, ensure_usage_table
 from tradingmem_assets.lib.dagster_kit import table_metadata
@@ -132,7 +132,8 @@ def role_cases(context: dg.AssetExecutionContext, warehouse: WarehouseResource):
             rebuild_recall_index(con)  # recall must never see an eligibility that changed
         total = scalar(con, "SELECT count(*) FROM main.role_cases")
         status = dict(con.execute("SELECT status, count(*) FROM main.role_cases GROUP BY status").fetchall())
-        changed = scalar(con, "SELECT count(*) FROM main.role_cases WHERE updated_at = ?", [as_of])
+        # rows this run changed or added: the stored rows whose content differed, plus new ones
+        changed = total - scalar(con, f"SELECT count(*) FROM {UNCHANGED} WHERE updated_at IS NOT NULL")
         reasons = _counts_md(
             con,
             "SELECT reason, count(*) FROM (SELECT unnest(reasons) AS reason FROM main.role_cases) GROUP BY 1",
