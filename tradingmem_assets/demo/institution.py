@@ -188,9 +188,11 @@ def _institution(scale: float, seed: int, book: _Book) -> dict[str, pl.DataFrame
         }
     )
 
-    # injections: graduated-looking popular templates in later scheduled runs, plus a few dubious ones
+    # injections: graduated-looking popular templates in later scheduled runs whose setup was clear
+    # (the best action was right at every ladder window), plus a few dubious ones
     popular = np.isin(prim, _PROPOSAL_ORDER[:5])
-    inj = np.flatnonzero((kind == 0) & (started >= _INJECT_FROM) & popular & (rng.random(n) < 0.25))
+    clear = votes.max(axis=1) == 3
+    inj = np.flatnonzero((kind == 0) & (started >= _INJECT_FROM) & popular & clear)
     sched = np.flatnonzero(kind == 0)
     odd = np.sort(rng.choice(sched, size=min(len(sched), 4), replace=False))
     inj_run = np.r_[inj, odd]

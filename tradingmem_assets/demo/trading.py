@@ -3,7 +3,9 @@ evaluation promotions, one seeded stream, laid out so each DECISION_KINDS case i
 
 Decisions are dated on bar days (13:00-20:45 UTC, before the 21:00 close) and ordered by time, so ids
 increase with decided_at. Fills sit near the last close at or before the execution; positions close
-after the role's horizon unless open or liquidated.
+after the role's horizon unless open or liquidated. macro_rates learns from its lessons: from
+September 2017 most of its decisions wait for a clear rate view (efficacy.py), so its lessons help;
+the other roles decide as they always did.
 """
 
 from __future__ import annotations
@@ -14,6 +16,7 @@ import polars as pl
 from tradingmem_assets.demo.clock import _AS_OF, _DAY, _HOUR, _epoch_day, _t
 from tradingmem_assets.demo.decision_kinds import _K, DECISION_KINDS, KIND_REASONS, _kind_counts
 from tradingmem_assets.demo.decision_text import _decision_text
+from tradingmem_assets.demo.efficacy import learned_decisions
 from tradingmem_assets.demo.frames import (
     _choice,
     _cumcount,
@@ -105,6 +108,9 @@ def _trading(scale: float, seed: int, book: _Book) -> dict[str, pl.DataFrame]:
             if m.any():
                 days = book.safe_days(s, _epoch_day(*lo), _epoch_day(*hi))
                 day[m] = days[rng.integers(0, len(days), int(m.sum()))]
+    # the role whose lessons help (SPEC section 17): its later decisions wait for a clear rate view
+    last_day = {s: _epoch_day(*_DECISION_RANGE.get(s, _SYNTH_RANGE)[1]) for s in SYMBOLS}
+    day, direction = learned_decisions(seed, book, role, sym, day, direction, ~recent & ~gap, last_day)
     decided = day * _DAY + rng.integers(13 * _HOUR, 20 * _HOUR + 45 * 60, n)
     delay = rng.integers(120, 4 * _HOUR, n)
     for name, stamps in _GAP_EXECUTIONS.items():

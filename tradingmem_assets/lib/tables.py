@@ -54,6 +54,8 @@ FIN_CUSTOMER_PROFILE = "main.fin_customer_profile"
 PROFILE_SNAPSHOTS = "main.profile_snapshots"
 ADVISOR_CUSTOMER_VIEW = "main.advisor_customer_view"
 CUSTOMER_KB = "main.customer_kb"
+# efficacy
+MEMORY_EFFICACY = "main.memory_efficacy"
 # audit
 METHODOLOGY_AUDIT_REPORTS = "main.methodology_audit_reports"
 # operations
@@ -70,6 +72,7 @@ EVALUATION_GROUP = "evaluation"
 ROLE_MEMORY_GROUP = "role_memory"
 LEARNING_GROUP = "learning"
 PROFILE_GROUP = "profile"
+EFFICACY_GROUP = "efficacy"
 AUDIT_GROUP = "audit"
 MIGRATION_GROUP = "migration"
 

@@ -1,7 +1,8 @@
-"""Wilson score lower bound: how sure we are that a methodology is right more often than not.
+"""Wilson score interval: how sure we are of a success rate seen on a small sample.
 
-It penalizes small samples, so one lucky success (1 of 1 -> 0.21) never outranks a steady record
-(15 of 30 -> 0.33). ``z = 1.96`` is the two-sided 95 % normal quantile (SPEC section 8).
+Its lower bound penalizes small samples, so one lucky success (1 of 1 -> 0.21) never outranks a
+steady record (15 of 30 -> 0.33). ``z = 1.96`` is the two-sided 95 % normal quantile (SPEC
+sections 8 and 17). Without trials the lower bound is 0 and the interval is [0, 1] (nothing known).
 """
 
 from __future__ import annotations
@@ -38,3 +39,37 @@ def wilson_lower_bounds(successes: np.ndarray, trials: np.ndarray, z: float = Z_
     margin = z * np.sqrt(np.clip(p * (1 - p) / safe + z2 / (4 * safe * safe), 0.0, None))
     out = (centre - margin) / (1 + z2 / safe)
     return np.where(n > 0, np.clip(out, 0.0, 1.0), 0.0)
+
+
+def wilson_interval(successes: int | float, trials: int | float, z: float = Z_95) -> tuple[float, float]:
+    """The Wilson score interval (low, high) for ``successes`` out of ``trials`` ((0, 1) without trials)."""
+    if trials <= 0:
+        return 0.0, 1.0
+    if successes < 0 or successes > trials:
+        raise ValueError(f"successes must be within 0..trials, got {successes} of {trials}")
+    n = float(trials)
+    p = successes / n
+    z2 = z * z
+    centre = p + z2 / (2 * n)
+    margin = z * math.sqrt(p * (1 - p) / n + z2 / (4 * n * n))
+    scale = 1 + z2 / n
+    low = 0.0 if successes == 0 else max(0.0, (centre - margin) / scale)  # exact ends, no rounding noise
+    high = 1.0 if successes == trials else min(1.0, (centre + margin) / scale)
+    return low, high
+
+
+def wilson_intervals(
+    successes: np.ndarray, trials: np.ndarray, z: float = Z_95
+) -> tuple[np.ndarray, np.ndarray]:
+    """Vectorized ``wilson_interval`` over arrays: (lows, highs), [0, 1] where there are no trials."""
+    s = np.asarray(successes, dtype=np.float64)
+    n = np.asarray(trials, dtype=np.float64)
+    safe = np.where(n > 0, n, 1.0)
+    p = s / safe
+    z2 = z * z
+    centre = p + z2 / (2 * safe)
+    margin = z * np.sqrt(np.clip(p * (1 - p) / safe + z2 / (4 * safe * safe), 0.0, None))
+    scale = 1 + z2 / safe
+    low = np.where((n > 0) & (s > 0), np.clip((centre - margin) / scale, 0.0, 1.0), 0.0)
+    high = np.where((n > 0) & (s < n), np.clip((centre + margin) / scale, 0.0, 1.0), 1.0)
+    return low, high
