@@ -48,3 +48,17 @@ def test_loaded_definitions_match_the_snapshot():
 if __name__ == "__main__":
     SNAPSHOT.write_text(json.dumps(describe(defs()), indent=2) + "\n")
     print(f"wrote {SNAPSHOT}", file=sys.stderr)
+
+
+def test_landing_feeds_and_the_learning_heartbeat_declare_how_fresh_they_must_be():
+    from datetime import timedelta
+
+    graph = defs().resolve_asset_graph()
+    fresh = {
+        key.to_user_string(): graph.get(key).freshness_policy.fail_window.to_timedelta()
+        for key in graph.get_all_asset_keys()
+        if graph.get(key).freshness_policy is not None
+    }
+    landing = {k for k in fresh if k.startswith("raw/")}
+    assert len(landing) == 23 and "methodology_cron_runs" in fresh
+    assert set(fresh.values()) == {timedelta(hours=26)}

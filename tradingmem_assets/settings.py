@@ -87,6 +87,7 @@ class Settings:
     automation_enabled: bool = False  # TRADINGMEM_AUTOMATION=on starts the run-launching schedules/sensors
     schedule_cron: str = DEFAULT_SCHEDULE_CRON
     checks_schedule_cron: str = DEFAULT_CHECKS_SCHEDULE_CRON
+    freshness_hours: float = 26.0  # landing feeds and the learning heartbeat: stale after this long
 
 
 def _cron(env: Mapping[str, str], name: str, default: str) -> str:
@@ -141,6 +142,7 @@ def load_settings(env: Mapping[str, str] | None = None) -> Settings:
         automation_enabled=_bool(env, "TRADINGMEM_AUTOMATION", False),
         schedule_cron=_cron(env, "TRADINGMEM_SCHEDULE_CRON", DEFAULT_SCHEDULE_CRON),
         checks_schedule_cron=_cron(env, "TRADINGMEM_CHECKS_SCHEDULE_CRON", DEFAULT_CHECKS_SCHEDULE_CRON),
+        freshness_hours=_number(env, "TRADINGMEM_FRESHNESS_HOURS", 26.0),
     )
 
 

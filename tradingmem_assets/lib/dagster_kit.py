@@ -3,7 +3,7 @@ validations, and the factory of checks that re-read a stored table."""
 
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
-from datetime import datetime
+from datetime import datetime, timedelta
 
 import dagster as dg
 import duckdb
@@ -11,6 +11,13 @@ import pandera.polars as pa
 import polars as pl
 
 from tradingmem_assets.lib.validation import validate
+
+
+def feed_freshness() -> dg.FreshnessPolicy:
+    """A feed with no new materialization for TRADINGMEM_FRESHNESS_HOURS (26 h) shows stale in the UI."""
+    from tradingmem_assets.settings import SETTINGS
+
+    return dg.FreshnessPolicy.time_window(fail_window=timedelta(hours=SETTINGS.freshness_hours))
 
 
 def table_metadata(table_name: str, frame: pl.DataFrame | None = None, row_count: int | None = None) -> dict:

@@ -9,7 +9,7 @@ from tradingmem_assets.defs.landing.ingest import LandingFileError, ingest_table
 from tradingmem_assets.defs.landing.invariants import LANDING_TABLES, REJECTS_SCHEMA, LandingTable
 from tradingmem_assets.defs.resources import WarehouseResource
 from tradingmem_assets.lib import tables
-from tradingmem_assets.lib.dagster_kit import table_metadata
+from tradingmem_assets.lib.dagster_kit import feed_freshness, table_metadata
 from tradingmem_assets.lib.tables import raw_key
 from tradingmem_assets.lib.warehouse import ensure_table, replace_table, scalar, transaction
 
@@ -24,6 +24,7 @@ def _landing_asset(spec: LandingTable) -> dg.AssetsDefinition:
         group_name=tables.LANDING_GROUP,
         kinds={"duckdb", "polars"},
         description=f"{spec.description} Validated rows of landing file {spec.name}.parquet|csv.",
+        freshness_policy=feed_freshness(),
         check_specs=[
             dg.AssetCheckSpec(
                 ROWS_CONSERVED_CHECK,

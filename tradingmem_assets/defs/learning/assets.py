@@ -21,7 +21,7 @@ from tradingmem_assets.defs.learning.learnings import DELETIONS_SCHEMA, LEARNING
 from tradingmem_assets.defs.learning.tiers import load_tool_tiers
 from tradingmem_assets.defs.resources import WarehouseResource
 from tradingmem_assets.lib import tables
-from tradingmem_assets.lib.dagster_kit import check_result, table_metadata
+from tradingmem_assets.lib.dagster_kit import check_result, feed_freshness, table_metadata
 from tradingmem_assets.lib.tables import raw_key
 from tradingmem_assets.lib.validation import validate
 from tradingmem_assets.lib.warehouse import (
@@ -290,6 +290,7 @@ def methodology_ladder(context: dg.AssetExecutionContext, warehouse: WarehouseRe
     deps=[*tables.LEARNINGS_ASSETS, *tables.METHODOLOGY_ASSETS],
     kinds=KINDS,
     description="Heartbeat of the learning loop: one row per learning run (ok here, failed from a hook).",
+    freshness_policy=feed_freshness(),
 )
 def methodology_cron_runs(
     context: dg.AssetExecutionContext, warehouse: WarehouseResource
