@@ -228,3 +228,24 @@ def test_doctor_is_quiet_and_exits_zero_on_a_healthy_warehouse(tmp_path, monkeyp
     assert code == 0 and doc["needs_action"] is False
     text = CliRunner().invoke(main, ["doctor"]).stdout
     assert "needs action: nothing" in text
+
+
+def test_memory_that_hurts_needs_action_and_names_the_subject():
+    import polars as pl
+
+    from tradingmem_assets.defs.operations import doctor as rules
+
+    assert rules.harmful_memory(pl.DataFrame(schema={"subject_kind": pl.String})).status == "ok"
+    hurting = pl.DataFrame(
+        {
+            "subject_kind": ["lesson"],
+            "subject_id": ["logic_error"],
+            "role_id": ["trend_follower"],
+            "scope": ["role"],
+            "before_win_rate": [0.9166],
+            "after_win_rate": [0.1666],
+        }
+    )
+    check = rules.harmful_memory(hurting)
+    assert check.needs_action and "0.92 -> 0.17" in check.details["hurting"][0]
+    assert "trend_follower" in check.details["hurting"][0]

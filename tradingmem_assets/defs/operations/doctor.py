@@ -250,6 +250,29 @@ def landing_rejects(by_table: pl.DataFrame) -> DoctorCheck:
     )
 
 
+def harmful_memory(hurting: pl.DataFrame) -> DoctorCheck:
+    """Lessons or methodologies whose later results are worse, by the Wilson intervals (SPEC 17).
+
+    ``hurting``: the ``memory_efficacy`` rows with verdict ``hurts`` (subject_kind, subject_id,
+    role_id, scope, before_win_rate, after_win_rate).
+    """
+    name = "memory_that_hurts"
+    if hurting.height == 0:
+        return DoctorCheck(name, "ok", "no lesson or methodology hurts later results", {})
+    sample = [
+        f"{r['subject_kind']} {r['subject_id']}"
+        + (f" of {r['role_id']}" if r["role_id"] else "")
+        + f" ({r['scope']}): win rate {r['before_win_rate']:.2f} -> {r['after_win_rate']:.2f}"
+        for r in hurting.head(SAMPLE).iter_rows(named=True)
+    ]
+    return DoctorCheck(
+        name,
+        "action",
+        f"{hurting.height} learned subject(s) hurt later results: review or retire them",
+        {"hurting": sample},
+    )
+
+
 def report(checks: Sequence[DoctorCheck], as_of: datetime) -> dict[str, Any]:
     """The doctor's one JSON document."""
     return {
