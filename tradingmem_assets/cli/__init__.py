@@ -11,7 +11,9 @@ import pkgutil
 
 import click
 
-from tradingmem_assets.cli.common import CliError, cli_group
+from tradingmem_assets.cli.common import CliError, cli_group, quiet_library_warnings
+
+quiet_library_warnings()
 
 
 @click.group(cls=cli_group())

@@ -9,12 +9,12 @@ from __future__ import annotations
 
 import json
 from datetime import UTC, datetime, timedelta
-from pathlib import Path
 from typing import Any
 
 import click
+from rich.text import Text
 
-from tradingmem_assets.cli.common import CliError, db_path, json_option, progress, warehouse
+from tradingmem_assets.cli.common import CliError, json_option, num, progress, status_text, table, warehouse
 from tradingmem_assets.defs.audit.findings import SEVERITIES
 from tradingmem_assets.defs.audit.scoring import DIMENSIONS
 from tradingmem_assets.lib import tables
@@ -23,6 +23,8 @@ from tradingmem_assets.lib.warehouse import read_frame, table_exists
 JSON_COLUMNS = ("dimension_scores", "dimension_weights_used", "findings", "advisory_actions")
 SPARK = "▁▂▃▄▅▆▇█"
 NO_SCORE = "·"
+TREND_ROWS = 10
+SEVERITY_STYLES = {"high": "bold red", "medium": "yellow", "low": "dim"}
 
 
 def sparkline(values: list[float | None]) -> str:
@@ -45,26 +47,50 @@ def _document(row: dict[str, Any]) -> dict[str, Any]:
     return doc
 
 
-def _render(doc: dict[str, Any]) -> str:
-    composite = doc.get("composite")
-    score = "n/a" if composite is None else f"{composite:.1f}"
-    lines = [
-        f"audit pass {doc['pass_id']}  ran {doc['ran_at']}  window {doc['window_days']} d",
-        f"composite {score}  tier {doc['tier']}  isolation {'ok' if doc['isolation_ok'] else 'VIOLATED'}",
-    ]
+def _render(doc: dict[str, Any]) -> list:
+    """One report for people: the score, each dimension, the findings and the advisory actions."""
+    head = Text.assemble(
+        (f"audit pass {doc['pass_id']}", "bold"),
+        f"  ran {_when(doc['ran_at'])}  window {doc['window_days']} d\ncomposite ",
+        (num(doc.get("composite")), "bold"),
+        "  tier ",
+        status_text(doc["tier"]),
+        "  isolation ",
+        status_text("ok", "ok") if doc["isolation_ok"] else status_text("action", "VIOLATED"),
+    )
     weights = doc.get("dimension_weights_used") or {}
+    dims = table("dimension", "score", "weight", right=("score", "weight"))
     for dim in DIMENSIONS:
         value = (doc.get("dimension_scores") or {}).get(dim)
-        text = "n/a (too little data)" if value is None else f"{value:6.1f}  weight {weights.get(dim, 0):.3f}"
-        lines.append(f"  {dim:<22} {text}")
-    findings = doc.get("findings") or []
-    lines.append(f"findings: {len(findings)}")
-    lines += [f"  [{f['severity']}] {f['dimension']}: {f['message']}" for f in findings]
+        if value is None:
+            dims.add_row(dim, Text("n/a", style="dim"), Text("too little data", style="dim"))
+        else:
+            dims.add_row(dim, num(value), num(weights.get(dim, 0), 3))
+    out: list = [head, dims, _findings_table(doc.get("findings") or [])]
     actions = doc.get("advisory_actions") or []
     if actions:
-        lines.append("advisory actions:")
-        lines += [f"  - {a['action']} ({a['reason']})" for a in actions]
-    return "\n".join(lines)
+        grid = table("advisory action", "because", title="advisory actions")
+        for a in actions:
+            grid.add_row(a["action"], a["reason"])
+        out.append(grid)
+    return out
+
+
+def _when(iso: str) -> str:
+    """An instant to the second, for people (the document keeps its full precision)."""
+    try:
+        return datetime.fromisoformat(iso).isoformat(timespec="seconds")
+    except (TypeError, ValueError):
+        return str(iso)
+
+
+def _findings_table(findings: list[dict]):
+    grid = table("severity", "dimension", "finding", title=f"findings: {len(findings)}")
+    for f in findings:
+        grid.add_row(
+            Text(f["severity"], style=SEVERITY_STYLES.get(f["severity"], "")), f["dimension"], f["message"]
+        )
+    return grid
 
 
 def _require_reports(con) -> None:
@@ -75,11 +101,7 @@ def _require_reports(con) -> None:
 
 
 def _read_reports():
-    if not Path(db_path()).exists():
-        raise CliError(
-            f"warehouse {db_path()} does not exist yet: run `tradingmem audit run` or the main job first"
-        )
-    return warehouse(read_only=True)
+    return warehouse(read_only=True)  # a missing warehouse: one line naming it, nothing created
 
 
 def _report(pass_id: str | None) -> dict[str, Any]:
@@ -88,7 +110,8 @@ def _report(pass_id: str | None) -> dict[str, Any]:
         if pass_id is None:
             frame = read_frame(
                 con,
-                f"SELECT * FROM {tables.METHODOLOGY_AUDIT_REPORTS} ORDER BY ran_at DESC, pass_id DESC LIMIT 1",
+                f"SELECT * FROM {tables.METHODOLOGY_AUDIT_REPORTS} "
+                "ORDER BY ran_at DESC, pass_id DESC LIMIT 1",
             )
             if frame.height == 0:
                 raise CliError("no audit report yet (run `tradingmem audit run`)")
@@ -155,8 +178,8 @@ def register(group: click.Group) -> None:
             _require_reports(con)
             frame = read_frame(
                 con,
-                f"SELECT pass_id, ran_at, composite, tier, isolation_ok FROM {tables.METHODOLOGY_AUDIT_REPORTS} "
-                "WHERE ran_at >= ? ORDER BY ran_at, pass_id",
+                "SELECT pass_id, ran_at, composite, tier, isolation_ok "
+                f"FROM {tables.METHODOLOGY_AUDIT_REPORTS} WHERE ran_at >= ? ORDER BY ran_at, pass_id",
                 [since],
             )
         kept = frame.filter(frame.get_column("isolation_ok").fill_null(False))
@@ -183,16 +206,7 @@ def register(group: click.Group) -> None:
             "max": max(scored) if scored else None,
             "mean": sum(scored) / len(scored) if scored else None,
         }
-        if not passes:
-            text = f"no audit pass in the last {days} day(s)"
-        else:
-            last = passes[-1]
-            last_score = "n/a" if last["composite"] is None else f"{last['composite']:.1f}"
-            latest = f"latest {last_score} ({last['tier']})"
-            text = f"{doc['sparkline']}  {len(passes)} pass(es) in {days} d; {latest}"
-        if excluded:
-            text += f"\n{excluded} pass(es) excluded: learning tables changed during the pass"
-        return doc, text
+        return doc, _render_trend(doc)
 
     @audit.command("findings")
     @click.option("--severity", type=click.Choice(SEVERITIES), default=None, help="Only this severity.")
@@ -205,5 +219,37 @@ def register(group: click.Group) -> None:
         out = {"pass_id": doc["pass_id"], "ran_at": doc["ran_at"], "severity": severity, "findings": findings}
         if not findings:
             return out, f"no {severity + ' ' if severity else ''}finding in pass {doc['pass_id']}"
-        text = "\n".join(f"[{f['severity']}] {f['dimension']}: {f['message']}" for f in findings)
-        return out, text
+        grid = _findings_table(findings)
+        grid.title = (
+            f"{len(findings)} {severity + ' ' if severity else ''}finding(s) in pass {doc['pass_id']}"
+        )
+        return out, grid
+
+
+def _render_trend(doc: dict[str, Any]) -> list:
+    """The sparkline, the latest pass, min / mean / max and the passes (newest last), rounded."""
+    passes, days, excluded = doc["passes"], doc["days"], doc["excluded_isolation_violations"]
+    out: list = []
+    if not passes:
+        out.append(Text(f"no audit pass in the last {days} day(s)"))
+    else:
+        last = passes[-1]
+        out.append(
+            Text.assemble(
+                (doc["sparkline"], "bold cyan"),
+                f"  {len(passes)} pass(es) in {days} d; latest {num(last['composite'])} (",
+                status_text(last["tier"]),
+                f"); min {num(doc['min'])}, mean {num(doc['mean'])}, max {num(doc['max'])}",
+            )
+        )
+        grid = table("pass", "ran at", "composite", "tier", right=("composite",))
+        for p in passes[-TREND_ROWS:]:
+            grid.add_row(p["pass_id"], _when(p["ran_at"]), num(p["composite"]), status_text(p["tier"]))
+        if len(passes) > TREND_ROWS:
+            grid.caption = f"the last {TREND_ROWS} of {len(passes)} passes (--json has all)"
+        out.append(grid)
+    if excluded:
+        out.append(
+            Text(f"{excluded} pass(es) excluded: learning tables changed during the pass", style="yellow")
+        )
+    return out

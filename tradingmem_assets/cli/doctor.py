@@ -6,13 +6,14 @@ A table that does not exist yet is reported as not materialized, never a crash.
 
 from __future__ import annotations
 
+import re
 from datetime import datetime
-from pathlib import Path
 
 import click
 import duckdb
+from rich.text import Text
 
-from tradingmem_assets.cli.common import CliError, as_of_now, db_path, json_option, warehouse
+from tradingmem_assets.cli.common import as_of_now, db_path, json_option, status_text, table, warehouse
 from tradingmem_assets.defs.audit.queries import read_heartbeats
 from tradingmem_assets.defs.operations import doctor as rules
 from tradingmem_assets.lib import tables
@@ -125,14 +126,35 @@ def _checks(con: duckdb.DuckDBPyConnection | None, as_of: datetime) -> list[rule
 
 def diagnose(as_of: datetime) -> dict:
     """The doctor's report for the warehouse at TRADINGMEM_DB (which must exist)."""
-    if not Path(db_path()).exists():
-        raise CliError(
-            f"warehouse {db_path()} does not exist: run `tradingmem demo --run` or trading_memory_job first "
-            "(or point TRADINGMEM_DB at a warehouse)"
-        )
-    with warehouse(read_only=True) as con:
+    with warehouse(read_only=True) as con:  # a missing warehouse: one line naming it
         document = rules.report(_checks(con, as_of), as_of)
     return {"warehouse": db_path(), **document}
+
+
+MARKS = {"ok": "ok", "info": "info", "action": "ACT", "not_materialized": "--"}
+
+
+def render(document: dict) -> list:
+    """The report for people: one row per check, what needs action last."""
+    head = Text(f"tradingmem doctor: {document['warehouse']} (as of {document['as_of']})", style="bold")
+    grid = table("", "check", "summary")
+    for check in document["checks"]:
+        grid.add_row(
+            status_text(check["status"], MARKS.get(check["status"], check["status"])),
+            check["name"],
+            _rounded(check["summary"]),
+        )
+    actions = ", ".join(document["actions"]) if document["needs_action"] else "nothing"
+    return [
+        head,
+        grid,
+        Text(f"needs action: {actions}", style="bold red" if document["needs_action"] else "green"),
+    ]
+
+
+def _rounded(summary: str) -> str:
+    """Long decimals in a check's summary rounded to one place (79.84848… -> 79.8); cents stay."""
+    return re.sub(r"\d+\.\d{3,}", lambda m: f"{float(m.group()):.1f}", summary)
 
 
 @click.command("doctor")
@@ -140,7 +162,7 @@ def diagnose(as_of: datetime) -> dict:
 def doctor_cmd(as_json: bool):
     """Report what needs an operator: overdue cases, evaluation gaps, quarantine, backlog, budget, audit."""
     document = diagnose(as_of_now())
-    return document, rules.render(document), 1 if document["needs_action"] else 0
+    return document, render(document), 1 if document["needs_action"] else 0
 
 
 def register(group: click.Group) -> None:

@@ -10,8 +10,17 @@ from __future__ import annotations
 import json
 
 import click
+from rich.text import Text
 
-from tradingmem_assets.cli.common import CliError, as_of_now, json_option, warehouse
+from tradingmem_assets.cli.common import (
+    CliError,
+    as_of_now,
+    json_option,
+    num,
+    require_warehouse,
+    table,
+    warehouse,
+)
 from tradingmem_assets.lib import tables
 from tradingmem_assets.lib.warehouse import ensure_table, read_frame, table_exists, transaction
 
@@ -34,17 +43,28 @@ def _rows(sql: str, params: list) -> list[dict]:
         return read_frame(con, sql, params).to_dicts()
 
 
-def _table(rows: list[dict], extra: str | None = None) -> str:
+def _table(rows: list[dict], note: str | None = None, title: str | None = None, used: bool = False):
+    """Learnings for people: counters, weight rounded, tier, name (and when last used)."""
+    out: list = [Text(note, style="yellow")] if note else []
     if not rows:
-        return "(no learnings)"
-    lines = [f"{'learning_id':<20} {'ok':>4} {'fail':>4} {'ign':>4} {'weight':>6} {'tier':>4}  name"]
+        return [*out, Text("(no learnings)")]
+    columns = ["learning_id", "ok", "fail", "ign", "weight", "tier", "name"] + (["last used"] if used else [])
+    grid = table(*columns, title=title, right=("ok", "fail", "ign", "weight", "tier"))
     for r in rows:
-        lines.append(
-            f"{r['learning_id']:<20} {r['success_count']:>4} {r['failure_count']:>4} {r['ignored_count']:>4} "
-            f"{r['weight']:>6.3f} {r['required_tier']:>4}  {r['name']}"
-            + (f"  [{extra}={r[extra]:.3f}]" if extra else "")
-        )
-    return "\n".join(lines)
+        cells = [
+            r["learning_id"],
+            num(r["success_count"]),
+            num(r["failure_count"]),
+            num(r["ignored_count"]),
+            num(r["weight"], 3),
+            num(r["required_tier"]),
+            r["name"],
+        ]
+        if used:
+            last = r.get("last_used_at")
+            cells.append(last.isoformat(timespec="seconds") if hasattr(last, "isoformat") else num(last))
+        grid.add_row(*cells)
+    return [*out, grid]
 
 
 @click.group("learnings")
@@ -63,7 +83,7 @@ def top(limit: int, as_json: bool):
         [limit],
     )
     note = _disabled_note()
-    return {"learnings": rows, "note": note}, (f"{note}\n" if note else "") + _table(rows)
+    return {"learnings": rows, "note": note}, _table(rows, note, f"top {limit} learnings")
 
 
 @learnings_group.command("recent")
@@ -77,7 +97,7 @@ def recent(limit: int, as_json: bool):
         [limit],
     )
     note = _disabled_note()
-    return {"learnings": rows, "note": note}, (f"{note}\n" if note else "") + _table(rows)
+    return {"learnings": rows, "note": note}, _table(rows, note, "learnings most recently used", used=True)
 
 
 @learnings_group.command("suggest")
@@ -97,7 +117,6 @@ def recent(limit: int, as_json: bool):
 @json_option
 def suggest_cmd(message: str, k: int | None, max_tier: int | None, as_of: str | None, as_json: bool):
     """Top-K learnings for MESSAGE, ranked by TF-IDF similarity x weight."""
-    from tradingmem_assets.cli.common import db_path
     from tradingmem_assets.defs.learning.suggest import read_as_of, suggest
     from tradingmem_assets.settings import parse_as_of
 
@@ -113,7 +132,7 @@ def suggest_cmd(message: str, k: int | None, max_tier: int | None, as_of: str | 
     note = _disabled_note()
     if note:
         return {"enabled": False, "suggestions": [], "note": note}, note
-    rows = suggest(message, k=k, max_tier=max_tier, as_of=instant, database=db_path())
+    rows = suggest(message, k=k, max_tier=max_tier, as_of=instant, database=require_warehouse())
     document = {
         "enabled": True,
         "message": message,
@@ -124,13 +143,28 @@ def suggest_cmd(message: str, k: int | None, max_tier: int | None, as_of: str | 
     when = f" as of {instant.isoformat()}" if instant else ""
     if not rows:
         return document, f"no learning matches this message{when}"
-    lines = [f"learnings{when}:"] if when else []
-    lines += [
-        f"{i}. {r['learning_id']} score={r['score']:.3f} (similarity {r['similarity']:.3f} x weight "
-        f"{r['weight']:.3f}) tier {r['required_tier']}\n   trigger: {r['trigger']}\n   {r['guidance']}"
-        for i, r in enumerate(rows, start=1)
-    ]
-    return document, "\n".join(lines)
+    grid = table(
+        "#",
+        "learning_id",
+        "score",
+        "similarity",
+        "weight",
+        "tier",
+        "trigger and guidance",
+        title=f"learnings{when}:" if when else "learnings for this message",
+        right=("#", "score", "similarity", "weight", "tier"),
+    )
+    for i, r in enumerate(rows, start=1):
+        grid.add_row(
+            str(i),
+            r["learning_id"],
+            num(r["score"], 3),
+            num(r["similarity"], 3),
+            num(r["weight"], 3),
+            num(r["required_tier"]),
+            Text.assemble((r["trigger"], "bold"), "\n", r["guidance"]),
+        )
+    return document, grid
 
 
 @learnings_group.command("delete")
@@ -144,7 +178,7 @@ def delete(learning_id: str, reason: str, as_json: bool):
     from tradingmem_assets.defs.learning.learnings import DELETIONS_SCHEMA
 
     deleted_at = as_of_now()
-    with warehouse(read_only=False) as con:
+    with warehouse(read_only=False) as con:  # never creates a missing warehouse
         exists = table_exists(con, tables.LEARNINGS) and bool(
             con.execute(
                 "SELECT count(*) FROM main.learnings WHERE learning_id = ?", [learning_id]

@@ -6,7 +6,15 @@ from datetime import datetime
 
 import click
 
-from tradingmem_assets.cli.common import as_of_now, as_of_option, json_option, warehouse
+from tradingmem_assets.cli.common import (
+    as_of_now,
+    as_of_option,
+    json_option,
+    num,
+    status_text,
+    table,
+    warehouse,
+)
 
 
 @click.group("methodologies")
@@ -30,14 +38,27 @@ def list_cmd(injectable: bool, as_of: datetime | None, as_json: bool):
     if not rows:
         which = "graduated" if injectable else "known"
         return document, f"no methodology {which} at {instant.isoformat()}"
-    lines = [f"{len(rows)} methodolog{'y' if len(rows) == 1 else 'ies'} as of {instant.isoformat()}:"]
+    grid = table(
+        "methodology_id",
+        "state",
+        "confidence",
+        "used",
+        "correct",
+        "name",
+        title=f"{len(rows)} methodolog{'y' if len(rows) == 1 else 'ies'} as of {instant.isoformat()}",
+        right=("confidence", "used", "correct"),
+    )
     for r in rows:
-        state = "injectable" if r["quarantine"] == 0 else "quarantined"
-        lines.append(
-            f"  {r['methodology_id']}  {state:<11} conf={r['confidence']:.3f} "
-            f"used={r['times_used']} correct={r['times_correct']}  {r['name']}"
+        injectable = r["quarantine"] == 0
+        grid.add_row(
+            r["methodology_id"],
+            status_text("ok" if injectable else "watch", "injectable" if injectable else "quarantined"),
+            num(r["confidence"], 3),
+            num(r["times_used"]),
+            num(r["times_correct"]),
+            r["name"],
         )
-    return document, "\n".join(lines)
+    return document, grid
 
 
 def register(group: click.Group) -> None:

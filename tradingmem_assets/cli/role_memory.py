@@ -8,11 +8,23 @@ read-only. Budget works in every mode.
 from __future__ import annotations
 
 from datetime import datetime
-from pathlib import Path
 
 import click
+from rich.text import Text
 
-from tradingmem_assets.cli.common import CliError, as_of_now, as_of_option, db_path, json_option, warehouse
+from tradingmem_assets.cli.common import (
+    CliError,
+    as_of_now,
+    as_of_option,
+    db_path,
+    json_option,
+    num,
+    require_warehouse,
+    status_text,
+    table,
+    usd,
+    warehouse,
+)
 from tradingmem_assets.lib.budget import BudgetExceededError, BudgetTracker, budget_summary, limits_from_env
 
 ADVISORY = (
@@ -51,7 +63,7 @@ def recall_cmd(
     _refuse_unless_active("recall")
     from tradingmem_assets.defs.role_memory.recall import recall  # scikit-learn loads only when recall runs
 
-    hits = recall(role_id, query, symbol=symbol, scenario=scenario, k=k, as_of=as_of, db=db_path())
+    hits = recall(role_id, query, symbol=symbol, scenario=scenario, k=k, as_of=as_of, db=require_warehouse())
     document = {
         "role_id": role_id,
         "query": query,
@@ -64,14 +76,20 @@ def recall_cmd(
     }
     if not hits:
         return document, f"no reflected, eligible case of role '{role_id}' matches these filters"
-    lines = [f"{len(hits)} case(s) of role '{role_id}' (advisory only):"]
+    grid = table(
+        "#",
+        "score",
+        "case",
+        "class",
+        "symbol",
+        "lesson or success pattern",
+        title=f"{len(hits)} case(s) of role '{role_id}' (advisory only)",
+        right=("#", "score"),
+    )
     for i, h in enumerate(hits, 1):
         text = h.lesson or f"success pattern: {h.decision_text or ''}"
-        lines.append(
-            f"{i}. [{h.classification}] {h.symbol} {h.direction} score={h.score:.3f} case={h.case_id}"
-        )
-        lines.append(f"   {text}")
-    return document, "\n".join(lines)
+        grid.add_row(str(i), num(h.score, 3), h.case_id, h.classification, f"{h.symbol} {h.direction}", text)
+    return document, grid
 
 
 @click.command("reflect")
@@ -92,8 +110,7 @@ def reflect_cmd(case_id: str, as_json: bool):
     from tradingmem_assets.lib.validation import validate
     from tradingmem_assets.settings import SETTINGS
 
-    if not Path(db_path()).exists():
-        raise CliError(f"warehouse {db_path()} does not exist yet: run trading_memory_job first")
+    require_warehouse()
     registry = registry_frame(load_registry(SETTINGS.roles_file).rows())
     as_of = as_of_now()
     with warehouse(read_only=False) as con:
@@ -132,24 +149,30 @@ def reflect_cmd(case_id: str, as_json: bool):
 def budget_cmd(as_json: bool):
     """LLM spend by category for today and this month, against the caps."""
     limits = limits_from_env()
-    if Path(db_path()).exists():
-        with warehouse(read_only=True) as con:
-            rows = budget_summary(con, limits)
-    else:
-        import duckdb
-
-        rows = budget_summary(duckdb.connect(":memory:"), limits)
+    with warehouse(read_only=True) as con:  # a missing warehouse: one line naming it, nothing created
+        rows = budget_summary(con, limits)
     document = {"warehouse": db_path(), "categories": rows}
-    lines = [
-        f"{'category':<12} {'today':>10} {'daily cap':>10} {'soft':>8} "
-        f"{'month':>10} {'monthly cap':>12}  status"
-    ]
+    grid = table(
+        "category",
+        "today",
+        "daily cap",
+        "soft",
+        "month",
+        "monthly cap",
+        "status",
+        right=("today", "daily cap", "soft", "month", "monthly cap"),
+    )
     for r in rows:
-        lines.append(
-            f"{r['category']:<12} {r['today_usd']:>10.4f} {r['daily_cap_usd']:>10.2f} {r['soft_usd']:>8.2f} "
-            f"{r['month_usd']:>10.4f} {r['monthly_cap_usd']:>12.2f}  {r['status']}"
+        grid.add_row(
+            r["category"],
+            usd(r["today_usd"]),
+            usd(r["daily_cap_usd"]),
+            usd(r["soft_usd"]),
+            usd(r["month_usd"]),
+            usd(r["monthly_cap_usd"]),
+            status_text(r["status"]),
         )
-    return document, "\n".join(lines)
+    return document, [Text(f"LLM budget: {db_path()}", style="bold"), grid]
 
 
 def register(group: click.Group) -> None:

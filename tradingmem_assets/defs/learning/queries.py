@@ -66,3 +66,74 @@ def methodologies_as_of(
         METHODOLOGIES_AS_OF_SQL,
         {"as_of": as_of, "injectable": injectable, "initial": INITIAL_CONFIDENCE},
     )
+
+
+def _rows(con: duckdb.DuckDBPyConnection, table: str, sql: str, params: list) -> list[dict]:
+    return read_frame(con, sql, params).to_dicts() if table_exists(con, table) else []
+
+
+def methodology_evidence(con: duckdb.DuckDBPyConnection, methodology_id: str) -> dict | None:
+    """One methodology and the chain behind it: lifecycle events, outcomes, the institution runs and
+    reflections they came from, and its injections (None: no such methodology)."""
+    found = _rows(
+        con,
+        tables.METHODOLOGIES,
+        f"SELECT * FROM {tables.METHODOLOGIES} WHERE methodology_id = ?",
+        [methodology_id],
+    )
+    if not found:
+        return None
+    cases = _rows(
+        con,
+        tables.METHODOLOGY_CASES,
+        f"SELECT * FROM {tables.METHODOLOGY_CASES} WHERE methodology_id = ? ORDER BY recorded_at",
+        [methodology_id],
+    )
+    run_ids = sorted({c["run_id"] for c in cases})
+    institution_runs = tables.raw_table("institution_runs")
+    return {
+        "methodology": found[0],
+        "lifecycle_events": _rows(
+            con,
+            tables.METHODOLOGY_LIFECYCLE_EVENTS,
+            f"SELECT * FROM {tables.METHODOLOGY_LIFECYCLE_EVENTS} WHERE methodology_id = ? "
+            "ORDER BY ts, event_id",
+            [methodology_id],
+        ),
+        "outcomes": cases,
+        "institution_reflections": _rows(
+            con,
+            tables.INSTITUTION_REFLECTIONS,
+            f"SELECT * FROM {tables.INSTITUTION_REFLECTIONS} WHERE list_contains(?, run_id) "
+            'ORDER BY run_id, "window"',
+            [run_ids],
+        ),
+        "institution_runs": _rows(
+            con,
+            institution_runs,
+            f"SELECT * FROM {institution_runs} WHERE list_contains(?, run_id) ORDER BY started_at",
+            [run_ids],
+        ),
+        "injections": _rows(
+            con,
+            tables.METHODOLOGY_CASE_HINTS,
+            f"SELECT * FROM {tables.METHODOLOGY_CASE_HINTS} WHERE methodology_id = ?",
+            [methodology_id],
+        ),
+    }
+
+
+def learning_evidence(con: duckdb.DuckDBPyConnection, learning_id: str) -> dict | None:
+    """One learning and the feedback on it, oldest first (None: no such learning)."""
+    found = _rows(
+        con, tables.LEARNINGS, f"SELECT * FROM {tables.LEARNINGS} WHERE learning_id = ?", [learning_id]
+    )
+    if not found:
+        return None
+    feedback = tables.raw_table("learning_feedback")
+    return {
+        "learning": found[0],
+        "feedback": _rows(
+            con, feedback, f"SELECT * FROM {feedback} WHERE learning_id = ? ORDER BY ts", [learning_id]
+        ),
+    }
