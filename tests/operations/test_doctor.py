@@ -178,6 +178,11 @@ def build_troubled_warehouse(db) -> None:
             "CREATE TABLE main.methodology_cron_runs (run_id VARCHAR, status VARCHAR, ts TIMESTAMPTZ)"
         )
         con.execute("INSERT INTO main.methodology_cron_runs VALUES ('x', 'ok', now() - INTERVAL 3 DAY)")
+        con.execute(
+            "CREATE TABLE main.memory_efficacy AS SELECT 'lesson' AS subject_kind, 'logic_error' AS subject_id, "
+            "'trend_follower' AS role_id, 'role' AS scope, 0.9 AS before_win_rate, 0.2 AS after_win_rate, "
+            "'hurts' AS verdict"
+        )
     finally:
         con.close()
 
@@ -204,7 +209,9 @@ def test_doctor_exits_non_zero_and_names_every_problem(tmp_path, monkeypatch):
         "memory_units_awaiting_adjudication",
         "landing_rejects",
         "learning_heartbeat",
+        "memory_that_hurts",
     }
+    assert "trend_follower" in checks["memory_that_hurts"]["details"]["hurting"][0]
 
 
 def test_doctor_is_quiet_and_exits_zero_on_a_healthy_warehouse(tmp_path, monkeypatch):

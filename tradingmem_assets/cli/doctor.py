@@ -11,10 +11,12 @@ from datetime import datetime
 
 import click
 import duckdb
+import polars as pl
 from rich.text import Text
 
 from tradingmem_assets.cli.common import as_of_now, db_path, json_option, status_text, table, warehouse
 from tradingmem_assets.defs.audit.queries import read_heartbeats
+from tradingmem_assets.defs.efficacy.queries import stored_efficacy
 from tradingmem_assets.defs.operations import doctor as rules
 from tradingmem_assets.lib import tables
 from tradingmem_assets.lib.registry import load_registry
@@ -39,6 +41,7 @@ CHECK_TABLES = {
     "last_audit": (AUDIT_REPORTS,),
     "learning_heartbeat": (HEARTBEATS,),
     "landing_rejects": (REJECTS,),
+    "memory_that_hurts": (tables.MEMORY_EFFICACY,),
 }
 
 
@@ -119,6 +122,9 @@ def _checks(con: duckdb.DuckDBPyConnection | None, as_of: datetime) -> list[rule
                 f"FROM {REJECTS} GROUP BY table_name",
             )
         )
+    if exists(tables.MEMORY_EFFICACY):
+        efficacy = stored_efficacy(con)
+        gathered["memory_that_hurts"] = rules.harmful_memory(efficacy.filter(pl.col("verdict") == "hurts"))
     return [
         gathered.get(name) or rules.not_materialized(name, *tables) for name, tables in CHECK_TABLES.items()
     ]
