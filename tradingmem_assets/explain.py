@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import duckdb
 
+from tradingmem_assets.defs.efficacy import queries as efficacy
 from tradingmem_assets.defs.evaluation import queries as evaluation
 from tradingmem_assets.defs.landing import queries as landing
 from tradingmem_assets.defs.learning import queries as learning
@@ -58,17 +59,25 @@ def explain(con: duckdb.DuckDBPyConnection, kind: str, ident: str) -> dict:
         reflections = role_memory.case_reflections(con, case["case_id"])
         if kind == "lesson" and not reflections:
             raise NotFound(f"case {ident} has no reflection (lesson) yet")
-        return {
+        document = {
             **head,
             "reflections": reflections,
             "case": case,
             **_trade_chain(con, case["decision_id"], case["execution_id"]),
         }
+        if kind == "lesson":  # did the role's lessons change its later results? (SPEC 17)
+            classes = {r.get("classification") for r in reflections}
+            document["efficacy"] = [
+                row
+                for row in efficacy.efficacy_rows(con, role_id=case["role_id"])
+                if row["subject_kind"] == "lesson" and row["subject_id"] in classes
+            ]
+        return document
     if kind == "methodology":
         chain = learning.methodology_evidence(con, ident)
         if chain is None:
             raise NotFound(f"no methodology {ident}")
-        return {**head, **chain}
+        return {**head, **chain, "efficacy": efficacy.efficacy_rows(con, subject_id=ident)}
     if kind == "learning":
         chain = learning.learning_evidence(con, ident)
         if chain is None:

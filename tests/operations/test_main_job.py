@@ -155,6 +155,14 @@ def test_explain_walks_a_lesson_back_to_decision_execution_fills_and_run(demo_ru
     primary = [r for r in doc["evaluation_runs"] if r["is_primary"]]
     assert [r["run_id"] for r in primary] == [doc["case"]["primary_run_id"]]
     assert {c["component"] for c in primary[0]["components"]} >= {"raw_return", "excess_return", "volatility"}
+    # and whether the role's lessons of that class changed its later results (SPEC 17)
+    classes = {r["classification"] for r in doc["reflections"]}
+    assert doc["efficacy"] and all(
+        e["subject_kind"] == "lesson"
+        and e["role_id"] == doc["case"]["role_id"]
+        and e["subject_id"] in classes
+        for e in doc["efficacy"]
+    )
 
     missing = subprocess.run(
         [sys.executable, "-m", "tradingmem_assets.cli", "explain", "case", "rc_does_not_exist"],

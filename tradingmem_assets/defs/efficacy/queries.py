@@ -227,3 +227,18 @@ def stored_efficacy(con: duckdb.DuckDBPyConnection) -> pl.DataFrame:
             f"{tables.MEMORY_EFFICACY} is not materialized yet: run trading_memory_job first"
         )
     return read_frame(con, f"SELECT * FROM {tables.MEMORY_EFFICACY}")
+
+
+def efficacy_rows(
+    con: duckdb.DuckDBPyConnection, *, role_id: str | None = None, subject_id: str | None = None
+) -> list[dict]:
+    """The stored efficacy rows of a lesson's role (its classes, all scopes) or of a methodology
+    (``explain`` shows them beside the evidence); empty before memory_efficacy is materialized."""
+    if not table_exists(con, tables.MEMORY_EFFICACY):
+        return []
+    where, params = ("role_id = ?", [role_id]) if role_id is not None else ("subject_id = ?", [subject_id])
+    return read_frame(
+        con,
+        f"SELECT * FROM {tables.MEMORY_EFFICACY} WHERE {where} ORDER BY subject_kind, subject_id, scope",
+        params,
+    ).to_dicts()
