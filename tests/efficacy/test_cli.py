@@ -81,3 +81,19 @@ def test_a_warehouse_without_the_table_says_what_to_run(tmp_path, state):
         assert "main.memory_efficacy is not materialized yet" in message
     if state == "empty":
         assert "not materialized yet" in cli(db, "--as-of", "2024-07-01", code=1).output
+
+
+def test_explain_of_a_methodology_shows_its_efficacy_rows(efficacy_world):
+    world, _ = efficacy_world
+    [(mid,)] = world.rows(
+        "SELECT subject_id FROM memory_efficacy WHERE subject_kind = 'methodology' ORDER BY subject_id LIMIT 1"
+    )
+    result = CliRunner().invoke(
+        main,
+        ["explain", "methodology", mid, "--json"],
+        env={"TRADINGMEM_DB": str(world.db), "TRADINGMEM_AS_OF": None},
+    )
+    assert result.exit_code == 0, (result.output, result.exception)
+    rows = json.loads(result.stdout)["efficacy"]
+    assert rows and all(r["subject_id"] == mid for r in rows)
+    assert {r["subject_kind"] for r in rows} <= {"methodology", "injection"}
