@@ -270,7 +270,9 @@ def test_warehouse_checks_job_selects_stand_alone_checks_and_no_asset():
     assert ("raw/trading_decisions", "stored_rows_read_equal_accepted_plus_rejected") in checks
     # checks declared on an asset run with its materialization, and partitioned assets need a partition
     assert not any(name == "rows_read_equal_accepted_plus_rejected" for _, name in checks)
-    assert not any(asset.startswith("migrated_") or asset == "methodology_audit_reports" for asset, _ in checks)
+    assert not any(
+        asset.startswith("migrated_") or asset == "methodology_audit_reports" for asset, _ in checks
+    )
 
 
 def _run_checks(world) -> dg.ExecuteInProcessResult:

@@ -5,14 +5,11 @@ from __future__ import annotations
 import hashlib
 
 import duckdb
-import pytest
 
-from tests.world import World
+from tests.operations.conftest import BUILT_AS_OF as T
 from tradingmem_assets.defs.audit.table_hash import tables_sha256
 from tradingmem_assets.defs.operations import ledger
-from tradingmem_assets.demo import write_demo_world
 
-T = "2024-07-01T00:00:00Z"
 EARLIER = "2024-06-01T00:00:00Z"
 # tables that record runs: they may change on a replay (SPEC section 13)
 RECORDS = {"warehouse_runs", "methodology_cron_runs", "llm_usage", "methodology_audit_reports"}
@@ -39,14 +36,6 @@ def _digests(db, exclude=frozenset()) -> dict[str, str]:
         return dict(tables_sha256(con, names).tables)
     finally:
         con.close()
-
-
-@pytest.fixture
-def built(tmp_path, instance) -> World:
-    world = World(tmp_path, instance, as_of=T)
-    write_demo_world(world.landing, scale=0.002, seed=11)
-    assert world.materialize().success
-    return world
 
 
 def test_a_learning_run_is_recorded_with_its_as_of(built):

@@ -8,9 +8,6 @@ import pytest
 
 from tests.world import DEFS, World
 from tradingmem_assets.defs.operations.jobs import warehouse_checks_job
-from tradingmem_assets.demo import write_demo_world
-
-T = "2024-07-01T00:00:00Z"
 
 
 def run_checks(world: World) -> dict[tuple[str, str], dg.AssetCheckEvaluation]:
@@ -34,14 +31,6 @@ def tamper(world: World, *statements: str) -> None:
             con.execute(sql)
     finally:
         con.close()
-
-
-@pytest.fixture
-def built(tmp_path, instance) -> World:
-    world = World(tmp_path, instance, as_of=T)
-    write_demo_world(world.landing, scale=0.002, seed=3)
-    assert world.materialize().success
-    return world
 
 
 def test_every_stored_check_passes_on_an_untouched_warehouse(built):

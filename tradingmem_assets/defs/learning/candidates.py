@@ -43,18 +43,22 @@ TFIDF_MERGE = 0.85
 JACCARD_MERGE = 0.85
 INITIAL_CONFIDENCE = 0.1
 
+# what a methodology's first accepted proposal says of it (also the head of the stored table)
+PROPOSAL_FACTS: dict[str, pl.DataType] = {
+    "methodology_id": pl.String(),
+    "name": pl.String(),
+    "description": pl.String(),
+    "direction": pl.String(),
+    "primary_signal": pl.String(),
+    "timeframe": pl.String(),
+    "indicators": pl.String(),
+    "asset_class": pl.String(),
+    "phases": pl.String(),
+    "dedup_key": pl.String(),
+}
 BASE_SCHEMA = pl.Schema(
     {
-        "methodology_id": pl.String(),
-        "name": pl.String(),
-        "description": pl.String(),
-        "direction": pl.String(),
-        "primary_signal": pl.String(),
-        "timeframe": pl.String(),
-        "indicators": pl.String(),
-        "asset_class": pl.String(),
-        "phases": pl.String(),
-        "dedup_key": pl.String(),
+        **PROPOSAL_FACTS,
         "created_at": UTC_TS,
         "times_proposed": pl.Int64(),
         "last_proposed_at": UTC_TS,

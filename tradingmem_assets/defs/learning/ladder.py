@@ -30,6 +30,7 @@ import polars as pl
 
 from tradingmem_assets.defs.learning.candidates import (
     INITIAL_CONFIDENCE,
+    PROPOSAL_FACTS,
     parse_candidates,
     resolve_candidates,
 )
@@ -79,16 +80,7 @@ CASES_SCHEMA = pl.Schema(
 )
 METHODOLOGIES_SCHEMA = pl.Schema(
     {
-        "methodology_id": pl.String(),
-        "name": pl.String(),
-        "description": pl.String(),
-        "direction": pl.String(),
-        "primary_signal": pl.String(),
-        "timeframe": pl.String(),
-        "indicators": pl.String(),
-        "asset_class": pl.String(),
-        "phases": pl.String(),
-        "dedup_key": pl.String(),
+        **PROPOSAL_FACTS,
         "quarantine": pl.Int64(),
         "confidence": pl.Float64(),
         "times_used": pl.Int64(),
