@@ -5,12 +5,13 @@ given, only non-quarantined cases whose chain is eligible, and, as of ``T`` (SPE
 the newest reflection known at ``T`` of the run that was the case's primary run at ``T``; only the
 recallable classes (``missing_data`` / ``logic_error`` lessons and ``sound`` success patterns;
 ``variance`` and ``exogenous`` carry no guidance). Similarity only orders what passed the filters:
-every candidate is ranked by TF-IDF (lib/similarity.py), fitted on exactly the visible candidates,
-so the same read on two warehouses that know the same past gives the same scores.
+TF-IDF fitted on the role's documents visible at ``T`` (recall_tfidf.py: scikit-learn's scores,
+computed set-based), so the same read on two warehouses that know the same past gives the same scores.
 
 Speed: recall reads ``main.role_recall_index`` (rebuilt in the same transaction by every writer of
 role_cases / role_reflections), where each row already is "a recallable reflection, valid from the
-instant it was knowable while its run was primary until it was superseded", sorted by role and symbol.
+instant it was knowable while its run was primary until it was superseded", with its term index and
+the current state's TF-IDF statistics beside it.
 Recalled text is advisory: it never overrides safety rules, permissions or user constraints.
 """
 
@@ -21,9 +22,9 @@ from datetime import UTC, datetime
 from pathlib import Path
 
 import duckdb
-import polars as pl
 
 from tradingmem_assets.defs.role_memory.reasons import chain_eligible_sql
+from tradingmem_assets.defs.role_memory.recall_tfidf import ranked, rebuild_terms_and_stats
 from tradingmem_assets.lib import tables
 from tradingmem_assets.lib.vocabulary import RECALLABLE_CLASSES
 from tradingmem_assets.lib.warehouse import connection, table_exists
@@ -97,25 +98,14 @@ valid AS (  -- visible while its run is primary and it is the newest reflection 
 SELECT rc.role_id, rc.symbol, rc.scenario, v.valid_from, v.valid_to,
        rc.case_id, rc.decision_id, rc.direction, v.classification, v.lesson, rc.decision_text, v.outcome,
        v.reflected_at, v.known_at, v.reflector, rc.execution_id, v.run_id AS primary_run_id,
-       lower(coalesce(rc.decision_text, '') || ' ' || coalesce(v.lesson, '')) AS doc
+       lower(coalesce(rc.decision_text, '') || ' ' || coalesce(v.lesson, '')) AS doc,
+       md5_number_upper(doc) AS doc_id, NULL::DOUBLE AS base2
 FROM valid v
 JOIN main.role_cases rc ON rc.case_id = v.case_id AND rc.role_id = v.role_id
 WHERE {chain_eligible_sql("rc")} AND v.classification IN ({_RECALLABLE})
   AND (v.valid_to IS NULL OR v.valid_to > v.valid_from)
 ORDER BY rc.role_id, rc.symbol
 """
-
-_CANDIDATES_SQL = f"""
-SELECT * EXCLUDE (valid_from, valid_to)
-FROM {RECALL_INDEX}
-WHERE role_id = $role
-  AND ($symbol::VARCHAR IS NULL OR symbol = $symbol)
-  AND ($scenario::VARCHAR IS NULL OR scenario = $scenario)
-  AND CASE WHEN $as_of::TIMESTAMPTZ IS NULL THEN valid_to IS NULL
-           ELSE valid_from <= $as_of::TIMESTAMPTZ AND (valid_to IS NULL OR valid_to > $as_of::TIMESTAMPTZ) END
-ORDER BY case_id
-"""
-
 
 def rebuild_recall_index(con: duckdb.DuckDBPyConnection) -> bool:
     """Rebuild the recall index from role_cases and role_reflections (call inside the writer's transaction).
@@ -126,6 +116,7 @@ def rebuild_recall_index(con: duckdb.DuckDBPyConnection) -> bool:
     if not (table_exists(con, tables.ROLE_CASES) and table_exists(con, tables.ROLE_REFLECTIONS)):
         return False
     con.execute(RECALL_INDEX_SQL)
+    rebuild_terms_and_stats(con)
     return True
 
 
@@ -153,27 +144,11 @@ def search_cases(
         raise ValueError(f"k must be at least 1 (got {k})")
     if not table_exists(con, RECALL_INDEX):
         return []
-    params = {
-        "role": role_id,
-        "as_of": _as_of(as_of),
-        "symbol": symbol,
-        "scenario": scenario,
-    }
-    candidates = con.sql(_CANDIDATES_SQL, params=params).pl()
-    if candidates.height == 0:
-        return []
-    from tradingmem_assets.lib.similarity import tfidf_cosine  # scikit-learn: only when ranking
-
-    scores = tfidf_cosine([query or ""], candidates.get_column("doc").to_list())[0]
-    ranked = (
-        candidates.with_columns(pl.Series("score", scores, dtype=pl.Float64).round(6))
-        .sort(["score", "known_at", "case_id"], descending=[True, True, False])
-        .head(k)
+    columns = [f for f in RecallHit.__dataclass_fields__ if f != "score"]
+    rows = ranked(
+        con, columns, role_id=role_id, query=query, symbol=symbol, scenario=scenario, k=k, as_of=_as_of(as_of)
     )
-    return [
-        RecallHit(**{f: row[f] for f in RecallHit.__dataclass_fields__})
-        for row in ranked.drop("doc").iter_rows(named=True)
-    ]
+    return [RecallHit(**dict(zip([*columns, "score"], row, strict=True))) for row in rows]
 
 
 def recall(

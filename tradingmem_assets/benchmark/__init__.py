@@ -4,6 +4,10 @@ Each repetition runs in a fresh subprocess (so peak RSS is that run's own) on a 
 the report gives every repetition and the medians. Not a test: machines here are noisy.
 
     tradingmem benchmark --scale 1 --repeat 3 [--json]
+
+In each repetition, after the main job, the probes time the other targets: one audit pass, recall
+latency, and the bare DuckDB SQL reference of the admission + evaluation core (reference.py) on
+the same landing files, with the ratio of the project's core steps to it.
 """
 
 from __future__ import annotations
@@ -37,11 +41,14 @@ def run_once(landing_dir: Path, database: Path, as_of: str) -> dict:
             "end_to_end_s": round(report.seconds, 3),
             "step_s": {k: round(v, 3) for k, v in sorted(report.step_seconds.items())},
         }
+
         for name, probe in PROBES.items():
             try:
                 out[name] = probe(instance, database, landing_dir, as_of)
             except Exception as exc:  # a missing capability is reported, never hidden
                 out[name] = {"error": f"{type(exc).__name__}: {exc}"}
+        if "error" not in out["bare_sql"]:
+            out["bare_sql"].update(core_ratio(out["step_s"], out["bare_sql"]))
     out["peak_rss_mb"] = round(_peak_rss_mb(), 1)
     return out
 
@@ -179,9 +186,30 @@ def _recall_latency(instance: Any, database: Path, landing_dir: Path, as_of: str
     }
 
 
-if __name__ == "__main__":
-    if len(sys.argv) == 5 and sys.argv[1] == "--one":
-        print(json.dumps(run_once(Path(sys.argv[2]), Path(sys.argv[3]), sys.argv[4])))
-    else:
-        print(__doc__)
-        sys.exit(2)
+CORE_STEPS = ("evaluation", "role_cases")
+
+
+@probe("bare_sql")
+def _bare_sql(instance: Any, database: Path, landing_dir: Path, as_of: str) -> dict:
+    """The bare SQL reference of the core on the same landing files, and the project's ratio to it."""
+    from datetime import datetime
+
+    from tradingmem_assets.benchmark.reference import run_reference
+    from tradingmem_assets.lib.registry import load_registry
+    from tradingmem_assets.settings import SETTINGS
+
+    reference = run_reference(
+        landing_dir,
+        database.with_name("bare_reference.duckdb"),
+        datetime.fromisoformat(as_of),
+        load_registry(SETTINGS.roles_file).rows(),
+    )
+    return {"reference_s": reference["total_s"], "reference_load_s": reference["load_s"]}
+
+
+def core_ratio(step_s: dict[str, float], bare: dict) -> dict:
+    """The project's landing (trading tables) + evaluation + role_cases seconds, and its ratio to the bare SQL."""
+    from tradingmem_assets.benchmark.reference import TRADING_TABLES
+
+    core = sum(step_s.get(f"raw__{t}", 0.0) for t in TRADING_TABLES) + sum(step_s.get(s, 0.0) for s in CORE_STEPS)
+    return {"core_s": round(core, 3), "ratio": round(core / bare["reference_s"], 2)}

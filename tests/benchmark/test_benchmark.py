@@ -1,0 +1,19 @@
+"""The benchmark runs end to end at a tiny scale and reports every figure SPEC section 14 asks for."""
+
+from tradingmem_assets.benchmark import benchmark, format_report
+
+
+def test_a_tiny_benchmark_reports_times_memory_recall_audit_and_the_bare_sql_ratio(tmp_path):
+    report = benchmark(0.003, 1, tmp_path)
+    median = report["median"]
+    assert report["decisions"] > 0 and median["end_to_end_s"] > 0 and median["peak_rss_mb"] > 0
+    assert {"evaluation", "role_cases", "raw__trading_decisions"} <= set(median["step_s"])
+    run = report["runs"][0]
+    assert run["success"], run["error"]
+    for probe in ("recall", "audit", "bare_sql"):
+        assert "error" not in run[probe], run[probe]
+    assert run["recall"]["hits"] > 0 and run["recall"]["p95_ms"] > 0
+    bare = run["bare_sql"]
+    assert bare["reference_s"] > 0 and bare["core_s"] > 0
+    assert bare["ratio"] == round(bare["core_s"] / bare["reference_s"], 2)
+    assert "bare_sql: " in format_report(report) and "ratio=" in format_report(report)

@@ -1,0 +1,112 @@
+"""Recall's set-based TF-IDF gives scikit-learn's scores, on the current state and as of any instant."""
+
+from datetime import UTC, datetime, timedelta
+import random
+
+import duckdb
+import pytest
+
+from tradingmem_assets.defs.role_memory.recall_tfidf import query_terms, ranked, rebuild_terms_and_stats
+from tradingmem_assets.lib import tables
+from tradingmem_assets.lib.similarity import tfidf_cosine
+
+T0 = datetime(2024, 1, 1, tzinfo=UTC)
+WORDS = (
+    "trend confirmed by volume breakout failed funding flipped rate differential priced in valuation "
+    "too rich earnings gap fade short squeeze thin liquidity 50-day moving average café naïve 趋势 确认 x_y"
+).split()
+
+
+def _doc(rng: random.Random) -> str:
+    if rng.random() < 0.05:
+        return ""  # a text without a single token
+    words = [rng.choice(WORDS) for _ in range(rng.randint(1, 14))]
+    return " ".join(w.upper() if rng.random() < 0.1 else w for w in words)
+
+
+@pytest.fixture(scope="module")
+def index(tmp_path_factory) -> duckdb.DuckDBPyConnection:
+    """A recall index of two roles whose rows start, end and repeat texts at different instants."""
+    rng = random.Random(7)
+    rows = []
+    texts: list[str] = []
+    for i in range(400):
+        text = rng.choice(texts) if texts and rng.random() < 0.15 else _doc(rng)  # repeated texts
+        texts.append(text)
+        start = T0 + timedelta(days=rng.randint(0, 60))
+        end = start + timedelta(days=rng.randint(1, 40)) if rng.random() < 0.3 else None
+        rows.append(
+            (rng.choice(["r1", "r2"]), rng.choice(["AAA", "BBB"]), rng.choice([None, "cut"]), start, end,
+             f"c{i:04d}", start, text.lower())
+        )
+    con = duckdb.connect(str(tmp_path_factory.mktemp("tfidf") / "w.duckdb"))
+    con.execute(
+        f"CREATE TABLE {tables.ROLE_RECALL_INDEX} (role_id VARCHAR, symbol VARCHAR, scenario VARCHAR, "
+        "valid_from TIMESTAMPTZ, valid_to TIMESTAMPTZ, case_id VARCHAR, known_at TIMESTAMPTZ, doc VARCHAR)"
+    )
+    con.executemany(f"INSERT INTO {tables.ROLE_RECALL_INDEX} VALUES (?, ?, ?, ?, ?, ?, ?, ?)", rows)
+    con.execute(
+        f"ALTER TABLE {tables.ROLE_RECALL_INDEX} ADD COLUMN doc_id UBIGINT; "
+        f"UPDATE {tables.ROLE_RECALL_INDEX} SET doc_id = md5_number_upper(doc); "
+        f"ALTER TABLE {tables.ROLE_RECALL_INDEX} ADD COLUMN base2 DOUBLE"
+    )
+    rebuild_terms_and_stats(con)
+    return con
+
+
+def _reference(con, role, query, as_of, symbol=None, scenario=None) -> list[tuple[str, float]]:
+    """scikit-learn fitted on the query and the role's visible documents, then the filters and the order."""
+    visible = con.execute(
+        f"SELECT case_id, doc, known_at, symbol, scenario FROM {tables.ROLE_RECALL_INDEX} WHERE role_id = $r AND "
+        "CASE WHEN $t::TIMESTAMPTZ IS NULL THEN valid_to IS NULL ELSE valid_from <= $t::TIMESTAMPTZ "
+        "AND (valid_to IS NULL OR valid_to > $t::TIMESTAMPTZ) END",
+        {"r": role, "t": as_of},
+    ).fetchall()
+    scores = tfidf_cosine([query], [v[1] for v in visible])[0] if visible else []
+    kept = [
+        (round(float(s), 6), v) for v, s in zip(visible, scores, strict=True)
+        if (symbol is None or v[3] == symbol) and (scenario is None or v[4] == scenario)
+    ]
+    kept.sort(key=lambda sv: (-sv[0], -sv[1][2].timestamp(), sv[1][0]))
+    return [(v[0], s) for s, v in kept]
+
+
+QUERIES = ["trend confirmed by volume", "Funding flipped, funding FLIPPED", "趋势 确认", "nothing matches zzz", ""]
+INSTANTS = [None, T0 + timedelta(days=20), T0 + timedelta(days=45), T0 + timedelta(days=200)]
+
+
+@pytest.mark.parametrize("query", QUERIES)
+@pytest.mark.parametrize("as_of", INSTANTS)
+def test_scores_and_order_are_scikit_learns(index, query, as_of):
+    for role in ("r1", "r2"):
+        for symbol, scenario in ((None, None), ("AAA", None), (None, "cut")):
+            got = ranked(
+                index, ["case_id"], role_id=role, query=query, symbol=symbol, scenario=scenario, k=400,
+                as_of=as_of,
+            )
+            want = _reference(index, role, query, as_of, symbol, scenario)
+            assert [(c, pytest.approx(s, abs=2e-6)) for c, s in want] == [tuple(r) for r in got]
+
+
+def test_a_read_at_or_after_the_last_change_uses_the_current_state_and_agrees_with_computing_it(index):
+    last = index.execute(f"SELECT max(stable_from) FROM {tables.ROLE_RECALL_ROLES}").fetchone()[0]
+    current = ranked(index, ["case_id"], role_id="r1", query=QUERIES[0], symbol=None, scenario=None, k=50, as_of=None)
+    at_last = ranked(index, ["case_id"], role_id="r1", query=QUERIES[0], symbol=None, scenario=None, k=50, as_of=last)
+    before = last - timedelta(microseconds=1)
+    assert current == at_last
+    assert ranked(index, ["case_id"], role_id="r1", query=QUERIES[0], symbol=None, scenario=None, k=50,
+                  as_of=before) == [tuple(r) for r in _reference_rows(index, before)]
+
+
+def _reference_rows(con, as_of):
+    return [(c, pytest.approx(s, abs=2e-6)) for c, s in _reference(con, "r1", QUERIES[0], as_of)][:50]
+
+
+def test_an_unknown_role_recalls_nothing(index):
+    assert ranked(index, ["case_id"], role_id="nobody", query="trend", symbol=None, scenario=None, k=5, as_of=None) == []
+
+
+def test_query_terms_are_unigrams_and_neighbouring_bigrams():
+    assert query_terms("Trend-confirmed  by trend") == {
+        "trend": 2, "confirmed": 1, "by": 1, "trend confirmed": 1, "confirmed by": 1, "by trend": 1,
+    }
