@@ -46,9 +46,9 @@ def index(tmp_path_factory) -> duckdb.DuckDBPyConnection:
     )
     con.executemany(f"INSERT INTO {tables.ROLE_RECALL_INDEX} VALUES (?, ?, ?, ?, ?, ?, ?, ?)", rows)
     con.execute(
-        f"ALTER TABLE {tables.ROLE_RECALL_INDEX} ADD COLUMN doc_id UBIGINT; "
-        f"UPDATE {tables.ROLE_RECALL_INDEX} SET doc_id = md5_number_upper(doc); "
-        f"ALTER TABLE {tables.ROLE_RECALL_INDEX} ADD COLUMN base2 DOUBLE"
+        f"CREATE OR REPLACE TABLE {tables.ROLE_RECALL_INDEX} AS SELECT *, md5_number_upper(doc) AS doc_id, "
+        "NULL::INTEGER AS doc_no, NULL::DOUBLE AS base2, "
+        f"row_number() OVER (PARTITION BY role_id ORDER BY known_at DESC, case_id) AS tie FROM {tables.ROLE_RECALL_INDEX}"
     )
     rebuild_terms_and_stats(con)
     return con
@@ -110,3 +110,26 @@ def test_query_terms_are_unigrams_and_neighbouring_bigrams():
     assert query_terms("Trend-confirmed  by trend") == {
         "trend": 2, "confirmed": 1, "by": 1, "trend confirmed": 1, "confirmed by": 1, "by trend": 1,
     }
+
+
+def test_a_rebuild_after_rows_come_and_go_keeps_the_scores_exact(index):
+    index.execute(f"DELETE FROM {tables.ROLE_RECALL_INDEX} WHERE case_id < 'c0100'")  # texts that no row carries now
+    index.execute(
+        f"INSERT INTO {tables.ROLE_RECALL_INDEX} SELECT * REPLACE ('n' || case_id AS case_id, "
+        "doc || ' breakout failed again' AS doc, md5_number_upper(doc || ' breakout failed again') AS doc_id) "
+        f"FROM {tables.ROLE_RECALL_INDEX} WHERE case_id < 'c0150'"
+    )
+    index.execute(
+        f"CREATE OR REPLACE TABLE {tables.ROLE_RECALL_INDEX} AS SELECT * REPLACE (row_number() OVER "
+        f"(PARTITION BY role_id ORDER BY known_at DESC, case_id) AS tie) FROM {tables.ROLE_RECALL_INDEX}"
+    )
+    rebuild_terms_and_stats(index)
+    for as_of in INSTANTS:
+        for query in QUERIES[:3] + ["breakout failed again"]:
+            got = ranked(index, ["case_id"], role_id="r2", query=query, symbol=None, scenario=None, k=400, as_of=as_of)
+            want = _reference(index, "r2", query, as_of)
+            assert [(c, pytest.approx(s, abs=2e-6)) for c, s in want] == [tuple(r) for r in got]
+    orphans = index.execute(
+        f"SELECT count(*) FROM {tables.ROLE_RECALL_DOCS} d ANTI JOIN {tables.ROLE_RECALL_INDEX} i USING (role_id, doc_id)"
+    ).fetchone()[0]
+    assert orphans == 0

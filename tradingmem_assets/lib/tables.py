@@ -35,6 +35,7 @@ ROLE_REFLECTIONS = "main.role_reflections"
 ROLE_STATS = "main.role_stats"
 ROLE_RECALL_INDEX = "main.role_recall_index"
 ROLE_RECALL_TERMS = "main.role_recall_terms"
+ROLE_RECALL_DOCS = "main.role_recall_docs"
 ROLE_RECALL_DF = "main.role_recall_df"
 ROLE_RECALL_ROLES = "main.role_recall_roles"
 # learning

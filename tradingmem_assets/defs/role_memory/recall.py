@@ -99,12 +99,14 @@ SELECT rc.role_id, rc.symbol, rc.scenario, v.valid_from, v.valid_to,
        rc.case_id, rc.decision_id, rc.direction, v.classification, v.lesson, rc.decision_text, v.outcome,
        v.reflected_at, v.known_at, v.reflector, rc.execution_id, v.run_id AS primary_run_id,
        lower(coalesce(rc.decision_text, '') || ' ' || coalesce(v.lesson, '')) AS doc,
-       md5_number_upper(doc) AS doc_id, NULL::DOUBLE AS base2
+       md5_number_upper(doc) AS doc_id, NULL::INTEGER AS doc_no, NULL::DOUBLE AS base2,
+       -- recall's order after the score, as one number: newest known first, then case id
+       row_number() OVER (PARTITION BY rc.role_id ORDER BY v.known_at DESC, rc.case_id) AS tie
 FROM valid v
 JOIN main.role_cases rc ON rc.case_id = v.case_id AND rc.role_id = v.role_id
 WHERE {chain_eligible_sql("rc")} AND v.classification IN ({_RECALLABLE})
   AND (v.valid_to IS NULL OR v.valid_to > v.valid_from)
-ORDER BY rc.role_id, rc.symbol
+ORDER BY rc.role_id, tie
 """
 
 def rebuild_recall_index(con: duckdb.DuckDBPyConnection) -> bool:
