@@ -10,8 +10,7 @@ def pytest_terminal_summary(terminalreporter, exitstatus, config):  # noqa: ARG0
     if not ran:
         return
     from tests.safety.corpus_stats import (
-        HELD_OUT_ATTACKS,
-        HELD_OUT_BENIGN,
+        HELD_OUT_SETS,
         TUNED_ATTACKS,
         TUNED_BENIGN,
         detection,
@@ -23,7 +22,7 @@ def pytest_terminal_summary(terminalreporter, exitstatus, config):  # noqa: ARG0
     tr.section("injection corpus")
     for title, attacks, benign in (
         ("project corpus (rules written on it)", TUNED_ATTACKS, TUNED_BENIGN),
-        ("held-out (never tuned on)", HELD_OUT_ATTACKS, HELD_OUT_BENIGN),
+        *((f"{name} ({a}, {b})", (a,), (b,)) for name, (a, b) in HELD_OUT_SETS.items()),
     ):
         rates = detection(load(*attacks))
         rows = load(*benign)

@@ -11,11 +11,28 @@ from tradingmem_assets.defs.safety.injection import scan_text
 
 CORPUS = Path(__file__).resolve().parent / "corpus"
 # rounds used to write and generalise the rules (each round after the first was first measured untuned)
-TUNED_ATTACKS = ("attacks.jsonl", "attacks_round2.jsonl", "attacks_round3.jsonl", "attacks_round4.jsonl")
-TUNED_BENIGN = ("benign.jsonl", "benign_round2.jsonl", "benign_round3.jsonl", "benign_round4.jsonl")
-# written last, measured once, never used to change a rule
-HELD_OUT_ATTACKS = ("attacks_heldout.jsonl",)
-HELD_OUT_BENIGN = ("benign_heldout.jsonl",)
+TUNED_ATTACKS = (
+    "attacks.jsonl",
+    "attacks_round2.jsonl",
+    "attacks_round3.jsonl",
+    "attacks_round4.jsonl",
+    "attacks_round5.jsonl",
+)
+TUNED_BENIGN = (
+    "benign.jsonl",
+    "benign_round2.jsonl",
+    "benign_round3.jsonl",
+    "benign_round4.jsonl",
+    "benign_round5.jsonl",
+)
+# held-out sets: each was written before the rule change it measures and its rate recorded untuned
+# (docs/security.md); the families they exposed were then generalised, so they now guard regressions
+HELD_OUT_SETS = {
+    "held-out 1": ("attacks_heldout.jsonl", "benign_heldout.jsonl"),
+    "held-out 2": ("attacks_heldout2.jsonl", "benign_heldout2.jsonl"),
+}
+HELD_OUT_ATTACKS = tuple(a for a, _ in HELD_OUT_SETS.values())
+HELD_OUT_BENIGN = tuple(b for _, b in HELD_OUT_SETS.values())
 
 # corpus family -> the reason code the scan should give it
 EXPECTED_CODE = {

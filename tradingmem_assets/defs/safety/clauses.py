@@ -42,11 +42,6 @@ _DISMISS_RE = re.compile(
     r"supersed(?:e|es|ed|ing)|invalidat(?:e|es|ed)|takes?\s+precedence\s+over|"
     r"(?:don'?t|doesn'?t|do\s+not|does\s+not)\s+(?:apply|count|matter))\b"
 )
-_CORE_DISMISS_RE = re.compile(
-    r"(?:ignor|disregard|forget|forgot|overrid|overrul|bypass|discard|dismiss|abandon|neglect|set\s+aside|"
-    r"put\s+aside|"
-    r"never\s+mind|pay\s+no|do\s+not|don'?t|never|no\s+longer|stop|erase|unlearn|scrap|ditch)"
-)
 _DISMISS_NEG_RE = re.compile(rf"\b{NEG}\s+(?:ever\s+|even\s+|just\s+)?$")
 _STRONG_NOUN_RE = re.compile(
     r"\b(?:instructions?|directives?|directions|prompts?|preprompt|programming|guidelines?|guidance|"
@@ -75,6 +70,7 @@ _WEAK_ANCHOR_RE = re.compile(
 )
 _EXFIL_VERB_RE = re.compile(
     r"\b(?:reveal|print|show|display|repeat|output|leak|dump|expose|echo|recite|spell\s+out|write|put|copy|"
+    r"spit\s+out|describe|outline|detail|enumerate|paraphrase|regurgitate|restate|"
     r"paste|"
     r"give\s+me|tell\s+me|send\s+me|share|disclose|list|quote|reproduce|summari[sz]e|translate|return|"
     r"provide|"
@@ -83,7 +79,7 @@ _EXFIL_VERB_RE = re.compile(
 _EXFIL_NOUN_RE = re.compile(
     r"\b(?:instructions?|prompts?|system\s+(?:prompt|message|configuration|settings)|preamble|configuration|"
     r"directives?|"
-    r"programming|context\s+window|first\s+message|guidelines|rules|messages?|setup)\b"
+    r"programming|context\s+window|first\s+message|guidelines|rules|messages?|setup|text|everything)\b"
 )
 _EXFIL_SECRET_RE = re.compile(
     r"\b(?:api\s+(?:keys?|tokens?|secrets?)|secret\s+keys?|private\s+keys?|passwords?|passphrases?|"
@@ -92,8 +88,9 @@ _EXFIL_SECRET_RE = re.compile(
     r"env(?:ironment)?\s+variables)\b"
 )
 _EXFIL_ANCHOR_RE = re.compile(
-    r"\b(?:your|you\s+(?:were|have\s+been|use|follow|received|got|are\s+using)|initial|original|hidden|"
-    r"secret|"
+    r"\b(?:your|you\s+(?:were|have\s+been|use|follow|received|got|are\s+using|(?:are\s+)?(?:operat|work|run)"
+    r"(?:e|ing)\s+(?:under|with|by)|are\s+bound\s+by|abide\s+by)|came\s+before|initial|original|hidden|"
+    r"secret|this\s+(?:message|prompt|conversation|chat|line)|"
     r"developer|verbatim|word\s+for\s+word|word-for-word|precede[sd]?|preceding|above|before\s+this|earlier|"
     r"first|"
     r"confidential|internal|loaded|you\s+(?:were|have\s+been|had\s+been)\s+(?:told|given|instructed|asked|"
@@ -107,13 +104,14 @@ _PERSONA_RE = re.compile(
 _AI_NOUN_RE = re.compile(
     r"\b(?:ai|a\.i\.|assistant|chatbot|chat\s*bot|bot|llm|language\s+model|model|gpt|persona|character|"
     r"entity|"
-    r"version\s+of\s+yourself|oracle|alter\s+ego)\b"
+    r"version\s+of\s+yourself|oracle|alter\s+ego|reviewer|grader|evaluator|judge|moderator)\b"
 )
 _UNRESTRICTED_RE = re.compile(
     r"\b(?:(?:no|never|without|zero|free\s+(?:of|from))\s+(?:\w+\s+){0,2}?(?:rules|restrictions|limits|"
     r"limitations|filters|"
     r"guidelines|ethics|morals|policies|censorship|boundaries|guardrails|training|alignment|safeguards|"
-    r"safety)|never\s+(?:refuses?|says\s+no)|"
+    r"safety)|never\s+(?:refuses?|says\s+no|rejects?|declines?|denies|objects?)|always\s+(?:approves?|agrees?|"
+    r"complies|says\s+yes|accepts?)|approves?\s+(?:everything|anything|all)|"
     r"unfiltered|uncensored|unrestricted|unlimited|jailbroken|rogue|evil|unaligned|amoral|lawless|unethical|"
     r"ignores?\s+(?:its|all|any|every|the|your)\s+(?:\w+\s+)?(?:developers?|creators?|rules|guidelines|"
     r"policies|"
@@ -142,7 +140,8 @@ _CLAUSE_GATE = frozenset(
 _EXFIL_GATE = frozenset(
     "reveal print show display repeat output leak dump expose echo recite spell write put copy paste give te"
     "ll send "
-    "share disclose list quote reproduce summarize summarise translate return provide what which".split()
+    "share disclose list quote reproduce summarize summarise translate return provide what which spit "
+    "describe outline detail enumerate paraphrase regurgitate restate".split()
 )
 _PERSONA_GATE = frozenset(
     "pretend pretending imagine act acting behave behaving roleplay role play playing become simulate emulat"
@@ -162,13 +161,13 @@ _EXFIL_NOUNS = frozenset(
     "instruction instructions prompt prompts system preamble configuration directive directives programming "
     "context "
     "first guidelines rules message messages setup told given instructed shown asked api secret private pass"
-    "word "
+    "word text everything operate operating "
     "passwords passphrase passphrases "
     "credentials seed mnemonic mnemonics access auth session env environment".split()
 )
 _PERSONA_NOUNS = frozenset(
     "ai a assistant chatbot chat bot llm language model gpt persona character entity yourself oracle alter "
-    "ego".split()
+    "ego reviewer grader evaluator judge moderator".split()
 )
 
 
@@ -243,12 +242,7 @@ def clause_hits(text: str, words: frozenset[str]) -> list[tuple[str, int, int]]:
             if dismiss:
                 strong_n, weak_n = _spans(_STRONG_NOUN_RE, clause, a), _spans(_WEAK_NOUN_RE, clause, a)
                 strong_a, weak_a = _spans(_STRONG_ANCHOR_RE, clause, a), _spans(_WEAK_ANCHOR_RE, clause, a)
-                core = [x for x in dismiss if _CORE_DISMISS_RE.match(text, x[0])]
-                span = (
-                    _near(dismiss, strong_n, strong_a + weak_a)
-                    or _near(dismiss, weak_n, strong_a)
-                    or _near(core, weak_n, [x for x in weak_a if any(0 <= n[0] - x[1] <= 14 for n in weak_n)])
-                )
+                span = _near(dismiss, strong_n, strong_a + weak_a) or _near(dismiss, weak_n, strong_a)
                 if span:
                     out.append(("ignore_instructions", *span))
         if exfil:
@@ -260,7 +254,8 @@ def clause_hits(text: str, words: frozenset[str]) -> list[tuple[str, int, int]]:
                 strong_nouns = [
                     x
                     for x in nouns
-                    if text[x[0] : x[1]] not in ("rules", "guidelines", "messages", "message", "setup")
+                    if text[x[0] : x[1]]
+                    not in ("rules", "guidelines", "messages", "message", "setup", "text", "everything")
                 ]
                 strong_anchors = [
                     x for x in anchors if text[x[0] : x[1]] not in ("your", "first", "above", "earlier")

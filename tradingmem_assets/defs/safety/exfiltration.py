@@ -53,12 +53,13 @@ _EXFIL_EN = [
     rf"stored\s+)?{SECRET_OBJ}",
     r"\bwhat\s+(?:is|are|was|were)\s+(?:your|the)\s+(?:\w+\s+){0,2}?(?:instructions?|system\s+prompt|"
     r"prompts?|"
-    r"directives|guidelines\s+you|rules\s+you\s+(?:follow|were\s+given)|initial\s+\w+|configuration|"
+    r"directives|guidelines\s+you|rules\s+you\s+(?:follow|were\s+given)|initial\s+(?:instructions?|prompts?|directives|message|setup|rules|configuration)|configuration|"
     r"programming)\b",
     r"\b(?:how|what)\s+were\s+you\s+(?:instructed|programmed|prompted|configured|told|trained|set\s+up)\b",
     r"\b(?:which|what)\s+(?:\w+\s+){0,2}?(?:rules|instructions|guidelines|directives|prompt)\s+(?:were|have|"
     r"had)\s+you\s+"
-    r"(?:been\s+)?(?:given|told|provided|assigned|trained\s+on)\b",
+    r"(?:been\s+)?(?:given|told|provided|assigned|trained\s+on|set\s+up\s+with|configured\s+with|loaded\s+with|"
+    r"programmed\s+with)\b",
     r"\bwhat\s+(?:does|did|do)\s+(?:your|the)\s+(?:system|developer|initial|hidden|original|"
     r"first)\s+(?:message|prompt|"
     r"instructions?)\s+say\b",
@@ -72,7 +73,7 @@ _EXFIL_EN = [
     r"hidden|admin|debug)\s+(?:configuration|config|settings|state|variables|parameters|info(?:rmation)?)\b",
 ]
 
-_IMAGE_TEMPLATE = r"(?:\{[^}\s]{0,40}\}|%7b|<[a-z_ ]{1,40}>|\$\{?[a-z_]+|\[[a-z_ ]{1,30}\])"
+_IMAGE_TEMPLATE = r"(?:\{[^}\s]{0,40}\}|%7b|<[a-z_ ]{1,40}>|\$\{?[a-z_]+|\[[a-z_ ]{1,30}\]|%[a-z_]{3,40}%)"
 _MD_EN = [
     r"!\[[^\]\n]{0,200}\]\(\s*<?\s*(?:https?:)?//[^)\s]*(?:[?#&=]|" + _IMAGE_TEMPLATE + r")",
     r"!\[[^\]\n]{0,200}\]\s*\[[^\]\n]{0,60}\][\s\S]{0,400}\[[^\]\n]{1,60}\]\s*:\s*(?:https?:)?//\S*[?#&=]",
@@ -139,7 +140,7 @@ GATES: dict[str, list[Gate]] = {
         G(
             "which what",
             "rules instructions guidelines directives prompt",
-            "given told provided assigned trained",
+            "given told provided assigned trained set configured loaded programmed",
         ),
         G("what", "does did do", "say"),
         G(

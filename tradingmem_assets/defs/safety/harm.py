@@ -39,7 +39,8 @@ _HARM_EN = [
     r"any\s+)?(?:\w+\s+){0,2}?(?:risk\s+(?:engine|"
     r"checks?|limits?|controls?|manager)|safety\s+\w+|guardrails?|kill[\s-]?switch(?:es)?|"
     r"circuit[\s-]?breakers?|2fa|"
-    r"mfa|two[\s-]factor\s+\w+|compliance\s+\w+|audit\s+\w+)\s+off\b",
+    r"mfa|two[\s-]factor\s+\w+|compliance\s+\w+|audit\s+\w+|withdrawal\s+\w+|position\s+limits?|"
+    r"(?:human|manual)\s+(?:review|approval)|approval\s+\w+|confirmation\s+\w+)\s+off\b",
     r"\b(?:disable|deactivate|turn\s+off|switch\s+off|bypass|circumvent|suppress|silence|defeat|"
     r"kill|neutrali[sz]e|shut\s+off|shut\s+down|get\s+around|work\s+around)\s+(?:\w+\s+){0,3}?(?:risk\s+"
     r"(?:checks?|limits?|controls?|engine|management\s+checks|gates?|manager|rules)|safety\s+(?:checks?|"
@@ -60,6 +61,18 @@ _HARM_EN = [
     r"payments?)\b",
     rf"\b(?:send|email|e-mail|post|upload|forward|leak|exfiltrate|transmit|paste|dm|message|text)\s+"
     rf"(?:\w+\s+){{0,4}}?(?:the\s+|your\s+|all\s+|my\s+|user'?s?\s+)?{SECRET_OBJ}",
+    # destroying the record: "delete all rows from the warehouse", "drop the database"
+    r"\b(?:delete|drop|truncate|wipe|purge|erase|destroy|nuke)\s+(?:\w+\s+){0,2}?(?:(?:all|every|the\s+entire|"
+    r"the\s+whole)\s+(?:\w+\s+)?(?:rows|records|tables?|data|entries|history)\s+(?:from|in|of)\s+(?:the\s+|"
+    r"this\s+|your\s+)?|the\s+|this\s+|your\s+)(?:warehouse|database|db|ledger|audit\s+(?:log|trail)s?|"
+    r"methodolog(?:y|ies)\s+table|learnings?\s+table|backups?)\b",
+    # emptying the account: liquidate everything, then move the money out
+    r"\b(?:liquidate|close|dump|sell|unwind)\s+(?:\w+\s+){0,2}?(?:all|every|each|entire|whole)\s+(?:\w+\s+){0,2}?"
+    r"(?:positions?|holdings?|assets?|portfolio|account)\b[^.\n]{0,80}?\b(?:transfer|withdraw|send|wire|move|"
+    r"sweep)\b[^.\n]{0,40}?\b(?:out|away|elsewhere|externally|off[\s-](?:platform|exchange))\b",
+    # the investor profile is the investor's to set (SPEC: no conversation changes investor_type)
+    r"\b(?:set|change|switch|update|flip|make|modify|overwrite|reset|force)\s+(?:the\s+|my\s+|your\s+|"
+    r"this\s+user'?s\s+|the\s+user'?s\s+)?investor[\s_-]?(?:type|profile)\s*(?:to|=|:|as|into)\b",
 ]
 
 # ----------------------------------------------------------------------------------------- gates
@@ -86,6 +99,12 @@ GATES: dict[str, list[Gate]] = {
         G("approve authorize authorise accept sign confirm greenlight", "every all any each"),
         G("auto autoapprove rubber blindly"),
         G("send email e mail post upload forward leak exfiltrate transmit paste dm message text", G_SECRET),
+        G(
+            "delete drop truncate wipe purge erase destroy nuke",
+            "warehouse database db ledger audit methodology methodologies learning learnings backup backups",
+        ),
+        G("liquidate close dump sell unwind", "transfer withdraw send wire move sweep"),
+        G("set change switch update flip make modify overwrite reset force", subs=("investor",)),
     ],
 }
 PATTERNS: dict[str, list[str]] = {"harmful_action": _HARM_EN}

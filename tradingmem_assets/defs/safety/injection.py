@@ -18,7 +18,8 @@ Every string goes through four steps:
 4. **families of intent**: regexes behind cheap word gates (``intents``, ``gates``; the patterns
    live with their family: ``overrides``, ``personas``, ``exfiltration``, ``markup``, ``harm``) and
    clause detectors that need a verb, an instruction noun and a conversational anchor in one clause
-   (``clauses``).
+   (``clauses``), and intent frames: word classes (dismissal verb x object of guidance x anchor,
+   voiding predicates, interruptions) that must meet in one clause (``frames``).
 
 The project's corpus and its rates live in ``tests/safety/corpus`` and ``docs/security.md``.
 """
@@ -36,6 +37,7 @@ import polars as pl
 from tradingmem_assets.defs.safety import gates, variants
 from tradingmem_assets.defs.safety.clauses import clause_hits
 from tradingmem_assets.defs.safety.decoding import decode_spans, smuggled
+from tradingmem_assets.defs.safety.frames import frame_hits
 from tradingmem_assets.defs.safety.gates import TOKEN_RE, words_of
 from tradingmem_assets.defs.safety.intents import (
     BY_EXACT,
@@ -204,6 +206,7 @@ def _scan_string(text: str, field: str, depth: int = 0, via: str = "") -> list[I
         vwords = fwords.exact if view is folded else frozenset(TOKEN_RE.findall(view.text))
         found = match_view(view.text, form, fwords if view is folded else None)
         found += [(family, s, e, form) for family, s, e in clause_hits(view.text, vwords)]
+        found += [(family, s, e, form) for family, s, e in frame_hits(view.text, vwords, depth > 0)]
         for family, s, e, f in found:
             start, end = view.span(s, e)
             if form == "text":

@@ -50,6 +50,13 @@ _ROLE_EN = [
     r"\b(?:begin|start|end)\s+(?:of\s+)?(?:system|admin|developer|hidden)\s+(?:message|prompt|instructions?|"
     r"block|section)\b",
     r"-{2,}\s*(?:begin|end)\s+(?:system|admin|developer|user|assistant)\b",
+    # a closing tag in any delimiter ("/system" in quotes, guillemets, pipes), a JSON-ish role key
+    r"[\"'<\[({|*]\s*/\s*(?:system|sys|assistant|developer|admin|user|human|instructions?|inst)\s*[\"'>\])}|*]",
+    r"[{\[(]\s*[\"']?(?:system|assistant|developer|admin|administrator|operator)[\"']?\s*:",
+    r"(?:-{2,}|={2,}|\*{3,}|#{3,}|~{3,}|_{3,})\s*(?:system|assistant|developer|admin|user|human)(?:\s+(?:message|"
+    r"prompt|note))?\s*(?:-{2,}|={2,}|\*{3,}|#{3,}|~{3,}|_{3,})",
+    r"(?:(?m:^)|\n|[.!?]\s+)\s*(?:\*\*|__)?(?:admin|administrator|developer|operator|root|sudo|moderator)\s+"
+    r"(?:note|notice|memo|request|update|alert|order)(?:\*\*|__)?\s*:",
 ]
 
 _TOOL_EN = [
@@ -124,6 +131,13 @@ GATES: dict[str, list[Gate]] = {
         ),
         G("begin start end", "system admin developer hidden"),
         G("begin end", subs=("--",)),
+        G("system sys assistant developer admin user human instruction instructions inst", subs=("/",)),
+        G("system assistant developer admin administrator operator", subs=(":",)),
+        G("system assistant developer admin user human", subs=("--", "==", "***", "###", "~~~", "___")),
+        G(
+            "admin administrator developer operator root sudo moderator",
+            "note notice memo request update alert order",
+        ),
     ],
     "tool_call_syntax": [
         G(

@@ -170,6 +170,9 @@ def _emoji_exempt(text: str, i: int) -> bool:
 def fold_char(ch: str) -> tuple[str, str, str]:
     """(visible, plain, folded) forms of one visible character: NFKC; NFKC + lower case without
     diacritics; the same with confusables folded to Latin."""
+    cp = ord(ch)
+    if 0x249C <= cp <= 0x24B5:  # parenthesized small letters: NFKC gives "(a)", read the letter
+        ch = chr(0x61 + cp - 0x249C)
     visible = unicodedata.normalize("NFKC", ch).translate(_PUNCT)
     low = visible.lower()
     decomposed = unicodedata.normalize("NFD", low)
@@ -260,6 +263,7 @@ def normalise(text: str) -> str:
 # ------------------------------------------------------------------------------------ homoglyphs
 
 _WORD_RE = re.compile(r"[^\W\d_]+")
+_ENCLOSED_RUN_RE = re.compile("[\u249c-\u24e9\U0001f130-\U0001f189]{2,}")  # (a) Ⓐ ⓐ 🄰 letters
 
 
 def _suspicious_letter(ch: str) -> bool:
@@ -296,6 +300,7 @@ def homoglyph_spans(text: str) -> list[tuple[int, int]]:
     joined = "".join(c for _, c in visible_chars)
     letters = [c for c in joined if c.isalpha()]
     latin_share = sum(1 for c in letters if c.isascii()) / max(1, len(letters))
+    has_plain = re.search(r"[A-Za-z]{2,}", joined) is not None
     spans = []
     for m in _WORD_RE.finditer(joined):
         word = m.group(0)
@@ -309,6 +314,14 @@ def homoglyph_spans(text: str) -> list[tuple[int, int]]:
         )
         mixed = bool(latin) and bool(suspicious or foreign)
         disguised = len(word) >= 3 and len(suspicious) == len(word) and other_script and latin_share >= 0.6
-        if mixed or disguised:
+        # a word in mathematical letters (bold, italic, script) among plain words: styled to slip past
+        styled = (
+            len(word) >= 3
+            and has_plain
+            and all(unicodedata.name(c, "").startswith("MATHEMATICAL") for c in word)
+        )
+        if mixed or disguised or styled:
             spans.append((visible_chars[m.start()][0], visible_chars[m.end() - 1][0] + 1))
-    return spans
+    for m in _ENCLOSED_RUN_RE.finditer(joined):  # letters in circles or parentheses spell a word
+        spans.append((visible_chars[m.start()][0], visible_chars[m.end() - 1][0] + 1))
+    return sorted(spans)

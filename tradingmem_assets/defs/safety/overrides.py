@@ -53,7 +53,7 @@ _STRONG_OBJ = (
     r"restrictions?|limitations?|safeguards?|directions)\b"
 )
 _AMBIG_OBJ = (
-    r"(?:rules?|context|messages?|text|content|data|input|conversation|chat|discussion|history|tasks?|"
+    r"(?:rules?|context|messages?|text|content|conversation|chat|discussion|history|tasks?|"
     r"guidance|advice|information|info|statements?|words|lines?|paragraphs?|sections?|documents?|notes?|"
     r"polic(?:y|ies)|filters?|settings?|config(?:uration)?|persona|role|identity|setup|framework)\b"
 )

@@ -81,7 +81,7 @@ _NEW_EN = [
     r"no\s+(?:filters|rules|restrictions)|unfiltered|jailbroken|uncensored|unrestricted|dan)\b",
     r"\bdo\s+anything\s+now\b|\bjail\s*-?\s*(?:break(?:ing|s|ed|en)?|broken?)\b|\bpwned\b|"
     r"\bi\s+have\s+been\s+(?:pwned|hacked|owned|jailbroken|compromised)\b",
-    r"\b(?:as|are|called|named|become|play|simulate)\s+(?:\w+\s+){0,1}?dan\b|\bdan\s+(?:mode|prompt|"
+    r"\b(?:as|are|called|named|become|play|simulate|be)\s+(?:\w+\s+){0,1}?dan\b|\bdan\s+(?:mode|prompt|"
     r"jailbreak|"
     r"persona|stands|which\s+stands|can\s+do)",
     r"\b(?:admin(?:istrator)?|root|sudo|superuser|developer|maintenance|debug|god|openai|anthropic|operator|"
@@ -116,7 +116,17 @@ _NEW_EN = [
     r"named|"
     r"known\s+as|that|which|who|without|with\s+no)\b",
     r"\b(?:no\s+longer|not)\s+(?:bound|restricted|limited|constrained)\s+by\s+(?:\w+\s+){0,3}?(?:rules|"
-    r"guidelines|policies|restrictions|openai|anthropic|your\s+(?:creators|developers|programming))\b",
+    r"guidelines?|polic(?:y|ies)|restrictions?|openai|anthropic|your\s+(?:creators|developers|programming))\b",
+    # identity reassignment: "you're no longer a reviewer; you're a hype bot", "take on the persona of"
+    r"\byou(?:'re|\s+are)\s+no\s+longer\s+(?:an?|the|my|our|just\s+an?)\s+[\w-]+(?:\s+[\w-]+)?\s*[;,:.-]+\s*"
+    r"(?:you(?:'re|\s+are)|instead|now|from\s+now)\b",
+    r"\b(?:assume|adopt|take\s+on|put\s+on|step\s+into|become|embody|wear)\s+(?:the\s+|a\s+|an\s+)?(?:persona|"
+    r"alter\s+ego|identity|mask)\s+of\b",
+    rf"\b(?:role|persona|character|identity|part)\s+of\s+(?:an?\s+|the\s+)?(?:\w+\s+){{0,2}}?{_JB_ADJ}\b",
+    # pretending away the safeguards: "pretend you have no guardrails"
+    r"\b(?:pretend|imagine|suppose|act\s+as\s+if|act\s+like|roleplay|role-play)\b[^.;\n]{0,40}?\b(?:no|without|zero|"
+    r"free\s+of|free\s+from|unbound\s+by)\s+(?:\w+\s+){0,2}?(?:guardrails|restrictions|filters|censorship|ethics|"
+    r"morals|alignment|safeguards|safety\s+\w+|content\s+polic(?:y|ies)|guidelines)\b",
 ]
 
 # ----------------------------------------------------------------------------------------- gates
@@ -192,6 +202,14 @@ GATES: dict[str, list[Gate]] = {
         ),
         G("imagine pretend suppose picture envision", "ai a assistant chatbot chat bot llm gpt language"),
         G("bound restricted limited constrained"),
+        G("you", "longer"),
+        G("assume adopt take put step become embody wear", "persona alter identity mask"),
+        G("role persona character identity part", "of"),
+        G(
+            "pretend imagine suppose act roleplay role",
+            "guardrails restrictions filters censorship ethics morals alignment safeguards safety content "
+            "guidelines",
+        ),
     ],
 }
 PATTERNS: dict[str, list[str]] = {"new_instructions": _NEW_EN}

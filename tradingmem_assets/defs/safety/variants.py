@@ -77,8 +77,8 @@ def despaced(view: View) -> View | None:
 
 
 def leet(view: View) -> View | None:
-    """Leetspeak read back as letters, token by token; ``1`` reads as ``i`` or ``l``, whichever gives a
-    word the scan knows (``1gn0r3`` -> ignore, ``ru135`` -> rules)."""
+    """Leetspeak read back as letters, token by token; ``1`` and ``|`` read as ``i`` or ``l``, whichever
+    gives a word the scan knows (``1gn0r3`` -> ignore, ``ru135`` -> rules, ``|n5truct|0n5``)."""
     text = view.text
     chars = list(text)
     changed = False
@@ -86,10 +86,10 @@ def leet(view: View) -> View | None:
         tok = m.group(0)
         if not (_LEET_CHARS & set(tok)):
             continue
-        as_i = "".join(_LEET.get(c, c) for c in tok)
+        as_i = "".join("i" if c == "|" else _LEET.get(c, c) for c in tok)
         word = as_i
-        if "1" in tok:
-            as_l = "".join("l" if c == "1" else _LEET.get(c, c) for c in tok)
+        if "1" in tok or "|" in tok:
+            as_l = "".join("l" if c in "1|" else _LEET.get(c, c) for c in tok)
             if known_word(as_l) and not known_word(as_i):
                 word = as_l
         chars[m.start() : m.end()] = word
