@@ -8,9 +8,11 @@ import re
 from typing import Any
 
 import dagster as dg
+import duckdb
 import pytest
 
-from tests.world import World
+from tests.world import DEFS, World
+from tradingmem_assets import docs_tables
 from tradingmem_assets.demo import write_demo_world
 
 MAX_DECIMALS = 4
@@ -81,8 +83,58 @@ def test_no_metadata_number_shows_more_than_four_decimals(built):
             ]
     assert offenders == []
     # the audit's numbers are there, rounded (the UI plots them across passes)
-    audit = [
-        e.event_specific_data.materialization
-        for e in results[1].get_asset_materialization_events()
-    ][0]
+    audit = [e.event_specific_data.materialization for e in results[1].get_asset_materialization_events()][0]
     assert isinstance(audit.metadata["composite"], dg.FloatMetadataValue)
+
+
+def test_every_asset_declares_its_table_and_described_columns_before_any_materialization():
+    graph = DEFS.resolve_asset_graph()  # loaded definitions only: nothing materialized
+    undeclared = []
+    for key in graph.get_all_asset_keys():
+        metadata = graph.get(key).metadata
+        schema = metadata.get("dagster/column_schema")
+        table = docs_tables.asset_table(key.to_user_string())
+        if (
+            schema is None
+            or metadata.get("dagster/table_name") != table
+            or [c.name for c in schema.columns] != docs_tables.TABLE_DOCS[table].column_names
+            or not all(c.description and c.type for c in schema.columns)
+        ):
+            undeclared.append(key.to_user_string())
+    assert undeclared == []
+    assert len(list(graph.get_all_asset_keys())) == 50
+
+
+def test_every_stored_table_and_column_is_declared_with_its_type(built):
+    world, _ = built
+    con = duckdb.connect(str(world.db), read_only=True)
+    try:
+        rows = con.execute(
+            "SELECT table_schema || '.' || table_name, column_name, data_type "
+            "FROM information_schema.columns ORDER BY table_schema, table_name, ordinal_position"
+        ).fetchall()
+    finally:
+        con.close()
+    stored: dict[str, list[tuple[str, str]]] = {}
+    for table, column, dtype in rows:
+        stored.setdefault(table, []).append((column, dtype))
+    declared = {t: [(c, ty) for c, ty, _ in doc.columns] for t, doc in docs_tables.TABLE_DOCS.items()}
+    assert stored == declared
+    assert all(d.strip() for doc in docs_tables.TABLE_DOCS.values() for _, _, d in doc.columns)
+    assert all(doc.description for doc in docs_tables.TABLE_DOCS.values())
+
+
+def test_a_materialization_shows_the_declared_descriptions(built):
+    _, results = built
+    for event in results[0].get_asset_materialization_events():
+        m = event.event_specific_data.materialization
+        schema = m.metadata.get("dagster/column_schema")
+        if schema is not None:
+            assert all(c.description for c in schema.schema.columns), m.asset_key
+
+
+def test_docs_tables_md_is_generated_from_the_declared_columns():
+    assert docs_tables.DOC_PATH.read_text(encoding="utf-8") == docs_tables.render(), (
+        "docs/tables.md is stale: run python -m tradingmem_assets.docs_tables"
+    )
+    assert docs_tables.main(["--check"]) == 0

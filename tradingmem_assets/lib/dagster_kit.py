@@ -51,11 +51,33 @@ def score_metadata(value: float) -> dg.MetadataValue:
     return dg.MetadataValue.float(round(float(value), 2))
 
 
+def column_schema(table_name: str) -> dg.TableSchema | None:
+    """The declared columns of a stored table, with their descriptions (defs/<domain>/columns.py)."""
+    from tradingmem_assets.docs_tables import TABLE_DOCS
+
+    doc = TABLE_DOCS.get(table_name)
+    if doc is None:
+        return None
+    return dg.TableSchema(columns=[dg.TableColumn(c, t, description=d) for c, t, d in doc.columns])
+
+
+def declared_metadata(asset_key: str) -> dict:
+    """What an asset declares in its definition, so the UI shows it before the first
+    materialization: its table and that table's column schema with descriptions."""
+    from tradingmem_assets.docs_tables import asset_table
+
+    table = asset_table(asset_key)
+    schema = column_schema(table)
+    if schema is None:
+        raise KeyError(f"{table} (asset {asset_key}) has no columns declared in defs/<domain>/columns.py")
+    return {"dagster/table_name": table, "dagster/column_schema": schema}
+
+
 def table_metadata(table_name: str, frame: pl.DataFrame | None = None, row_count: int | None = None) -> dict:
     meta: dict = {"dagster/table_name": table_name}
     if frame is not None:
         meta["dagster/row_count"] = frame.height if row_count is None else row_count
-        meta["dagster/column_schema"] = dg.TableSchema(
+        meta["dagster/column_schema"] = column_schema(table_name) or dg.TableSchema(
             columns=[dg.TableColumn(name, str(dtype)) for name, dtype in frame.schema.items()]
         )
     elif row_count is not None:

@@ -56,7 +56,7 @@ from tradingmem_assets.defs.migration.invariants import (
 from tradingmem_assets.defs.migration.partitions import LEGACY_MONTHLY_PARTITIONS
 from tradingmem_assets.defs.resources import WarehouseResource
 from tradingmem_assets.lib import tables
-from tradingmem_assets.lib.dagster_kit import table_metadata
+from tradingmem_assets.lib.dagster_kit import declared_metadata, table_metadata
 from tradingmem_assets.lib.tables import raw_key
 from tradingmem_assets.lib.validation import validate
 from tradingmem_assets.lib.warehouse import append_rows, ensure_table, transaction
@@ -102,6 +102,7 @@ def _rows_of(frame: pl.DataFrame, key: str) -> pl.DataFrame:
 
 
 @dg.asset(
+    metadata=declared_metadata("legacy_role_memory_backup"),
     name="legacy_role_memory_backup",
     deps=[raw_key("legacy_role_memory")],
     kinds={"duckdb", "polars", "parquet"},
@@ -161,7 +162,9 @@ def legacy_role_memory_backup(context: dg.AssetExecutionContext, warehouse: Ware
             **table_metadata(tables.MIGRATION_BACKUPS, _rows_of(manifest, key)),
             "rows_backed_up": _rows_of(rows, key).height,
             "file_written": staged_by_key.get(key, False),
-            "backup_file": dg.MetadataValue.path(str(next(b.path for b in backups if b.partition_key == key))),
+            "backup_file": dg.MetadataValue.path(
+                str(next(b.path for b in backups if b.partition_key == key))
+            ),
             "sha256": next(b.sha256 for b in backups if b.partition_key == key),
         },
     )
@@ -195,6 +198,7 @@ def legacy_role_memory_backup(context: dg.AssetExecutionContext, warehouse: Ware
 
 
 @dg.asset(
+    metadata=declared_metadata("migrated_role_cases"),
     name="migrated_role_cases",
     deps=[BACKUP_ASSET],
     kinds={"duckdb", "polars"},
@@ -265,6 +269,7 @@ def migrated_role_cases(context: dg.AssetExecutionContext, warehouse: WarehouseR
 
 
 @dg.asset(
+    metadata=declared_metadata("migration_conservation_report"),
     name="migration_conservation_report",
     deps=[MIGRATED_ASSET],
     kinds={"duckdb", "polars"},
