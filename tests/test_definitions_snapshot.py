@@ -17,17 +17,30 @@ SNAPSHOT = Path(__file__).with_name("definitions_snapshot.json")
 
 
 def describe(definitions: dg.Definitions) -> dict:
+    """The graph as sorted names only: Dagster 1.13 orders an asset's several blocking checks (and
+    so a job's check selection) by the hash seed, so nothing here may depend on iteration order."""
     graph = definitions.resolve_asset_graph()
-    assets = {key.to_user_string(): graph.get(key).group_name for key in sorted(graph.get_all_asset_keys())}
+    assets = {key.to_user_string(): graph.get(key).group_name for key in graph.get_all_asset_keys()}
     checks = {
         f"{key.asset_key.to_user_string()}:{key.name}": {"blocking": graph.get_check_spec(key).blocking}
         for key in graph.asset_check_keys
     }
     repo = definitions.get_repository_def()
+    jobs = {}
+    for job in repo.get_all_jobs():
+        if job.name.startswith("__"):
+            continue
+        layer = job.asset_layer
+        jobs[job.name] = {
+            "assets": sorted(k.to_user_string() for k in layer.selected_asset_keys),
+            "checks": sorted(
+                f"{k.asset_key.to_user_string()}:{k.name}" for k in layer.asset_graph.asset_check_keys
+            ),
+        }
     return {
-        "assets": assets,
+        "assets": dict(sorted(assets.items())),
         "checks": dict(sorted(checks.items())),
-        "jobs": sorted(j.name for j in repo.get_all_jobs() if not j.name.startswith("__")),
+        "jobs": dict(sorted(jobs.items())),
         "schedules": sorted(s.name for s in repo.schedule_defs),
         "sensors": sorted(s.name for s in repo.sensor_defs),
     }
@@ -46,7 +59,7 @@ def test_loaded_definitions_match_the_snapshot():
 
 
 if __name__ == "__main__":
-    SNAPSHOT.write_text(json.dumps(describe(defs()), indent=2) + "\n")
+    SNAPSHOT.write_text(json.dumps(describe(defs()), indent=2, sort_keys=True) + "\n")
     print(f"wrote {SNAPSHOT}", file=sys.stderr)
 
 

@@ -554,7 +554,7 @@ def test_institution_outputs_cite_and_propose_methodologies(landing):
         )
         for p in proposals
     }
-    template_ids = {t.methodology_id for t in demo.METHODOLOGY_TEMPLATES}
+    template_ids = {t.methodology_id for t in (*demo.METHODOLOGY_TEMPLATES, demo.JUNE_TEMPLATE)}
     assert template_ids <= ids
     names = {p["name"]: p["direction"] for p in proposals}
     assert names["Buy BTC at support"] == "long" and names["Sell BTC at support"] == "short"

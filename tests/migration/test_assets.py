@@ -168,6 +168,34 @@ def test_a_partition_range_runs_in_one_run_and_materializes_every_partition(migr
         assert (world.root / "backups" / "legacy_role_memory" / f"{month}.parquet").exists()
 
 
+def test_each_partition_of_a_range_run_records_only_its_own_rows_in_its_metadata(migrated):
+    _, result = migrated
+    metadata = {
+        (m.asset_key.to_user_string(), m.partition): {k: v.value for k, v in m.metadata.items()}
+        for m in (e.event_specific_data.materialization for e in result.get_asset_materialization_events())
+    }
+    for month, rows_in, migrated_n, quarantined, rejected, _, conserved in EXPECTED_REPORT:
+        for asset in ("migrated_role_cases", "migration_conservation_report"):
+            meta = metadata[(asset, month)]
+            assert meta["partition"] == month
+            assert (meta["rows_in"], meta["migrated"], meta["quarantined"], meta["rejected"]) == (
+                rows_in,
+                migrated_n,
+                quarantined,
+                rejected,
+            ), (asset, month)
+        assert metadata[("migrated_role_cases", month)]["dagster/row_count"] == migrated_n + quarantined
+        assert metadata[("migration_conservation_report", month)]["dagster/row_count"] == 1
+        assert metadata[("migration_conservation_report", month)]["conserved"] is conserved
+        backup = metadata[("legacy_role_memory_backup", month)]
+        assert backup["rows_backed_up"] == rows_in and backup["dagster/row_count"] == 1
+        assert backup["backup_file"].endswith(f"{month}.parquet")
+    # what is about the whole run says so in its name
+    assert metadata[("migrated_role_cases", "2024-02-01")]["run_partitions"] == (
+        "2024-01-01...2024-04-01 (4 partitions)"
+    )
+
+
 def test_every_partition_is_conserved_including_malformed_rows_and_empty_months(migrated):
     world, result = migrated
     report = world.rows(

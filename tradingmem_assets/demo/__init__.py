@@ -25,8 +25,9 @@ Id schemes (zero-padded running numbers, ordered by time):
 Modules, one concept each: tables (columns, formats, row counts), clock and frames (time, seeded
 randomness, column builders), prices (bars and the bar-time convention), roles, decision_kinds,
 decision_text, market_events and trading (the trading chain), learning (agent turns, feedback),
-methodologies and institution (runs, role outputs, injections), customers, kb, legacy, bad_rows, and
-world (assembly and write_demo_world).
+methodologies, institution and schedule (runs, role outputs, injections; the last month's daily
+schedule that the first audit at DEMO_AS_OF reads), customers, kb, legacy, bad_rows, and world
+(assembly and write_demo_world).
 """
 
 from __future__ import annotations
@@ -37,6 +38,7 @@ from tradingmem_assets.demo.learning import UNKNOWN_LEARNING_IDS, learning_id_fo
 from tradingmem_assets.demo.market_events import _EXOGENOUS_EVENTS as _EXOGENOUS_EVENTS  # read by tests
 from tradingmem_assets.demo.methodologies import (
     BOGUS_METHODOLOGY_IDS,
+    JUNE_TEMPLATE,
     METHODOLOGY_TEMPLATES,
     methodology_id_for,
 )
@@ -55,6 +57,7 @@ __all__ = [
     "DEMO_AS_OF",
     "DEMO_SEED",
     "EVIDENCE_KINDS",
+    "JUNE_TEMPLATE",
     "KIND_REASONS",
     "METHODOLOGY_TEMPLATES",
     "MISSING_BARS",

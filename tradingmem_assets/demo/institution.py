@@ -21,8 +21,17 @@ import polars as pl
 
 from tradingmem_assets.demo.clock import _AS_OF, _DAY, _epoch_day, _t
 from tradingmem_assets.demo.frames import _cat, _choice, _dt, _ids, _null_where, _pick, _rng
-from tradingmem_assets.demo.methodologies import BOGUS_METHODOLOGY_IDS, METHODOLOGY_TEMPLATES, _proposal_table
+from tradingmem_assets.demo.methodologies import (
+    BOGUS_METHODOLOGY_IDS,
+    JUNE_TEMPLATE,
+    METHODOLOGY_TEMPLATES,
+    _proposal_table,
+    _special_proposals,
+    june_proposal_index,
+    special_proposal_index,
+)
 from tradingmem_assets.demo.prices import SYMBOLS, _Book
+from tradingmem_assets.demo.schedule import SCHEDULE_POPULAR, SCHEDULE_SPECIALS, schedule_runs
 from tradingmem_assets.demo.tables import _count
 
 # popular templates by asset class: (template index, share of that class's runs citing it first)
@@ -33,7 +42,7 @@ _POPULAR = {
     "index": ((15, 0.7),),
 }
 # how often the portfolio manager gets it right when a run leans on the template (default 0.5)
-_P_CORRECT = {0: 0.97, 3: 0.3, 5: 0.95, 10: 0.97}
+_P_CORRECT = {0: 0.97, 3: 0.3, 5: 0.95, 10: 0.97, len(METHODOLOGY_TEMPLATES): 0.97}  # last: JUNE_TEMPLATE
 _DECAY_TEMPLATE, _DECAY_AT = 15, _t(2024, 1, 1)  # graduates in 2023, then turns bad (demotion)
 _PROPOSAL_ORDER = (0, 3, 5, 10, 15) + tuple(i for i in range(30) if i not in (0, 3, 5, 10, 15))
 _INJECT_FROM = _t(2023, 10, 1)  # popular templates are injected once they had time to graduate
@@ -51,18 +60,102 @@ _OUTPUT_SCHEMAS = (
     "PortfolioDecision",
 )
 _ACTIONS = ("buy", "sell", "hold")
+_N_SPECIAL = len(_special_proposals())
 
 
 def _institution(scale: float, seed: int, book: _Book) -> dict[str, pl.DataFrame]:
+    """The 18-month history (scale-sized), then the last month's daily schedule (fixed size, so the
+    first audit at the anchor has its window full at every scale; demo/schedule.py), merged in time."""
     rng = _rng(seed, "institution")
     n = _count("institution_runs", scale)
-    nt = len(METHODOLOGY_TEMPLATES)
     kind = _choice(rng, n, (0.8, 0.12, 0.08))
     rsym = _choice(rng, n, _RUN_SYMBOL_P)
     day = rng.integers(_epoch_day(2023, 1, 1), _epoch_day(2024, 6, 20) + 1, n)
     started = day * _DAY + np.where(kind == 0, 300 + rng.integers(0, 300, n), rng.integers(0, _DAY, n))
     order = np.lexsort((np.arange(n), started))
-    kind, rsym, started = kind[order], rsym[order], started[order]
+    history = _runs(
+        rng,
+        book,
+        kind[order],
+        rsym[order],
+        started[order],
+        early=min(n, -(-len(METHODOLOGY_TEMPLATES) // 3)),
+        invalid_outputs=max(2, round(scale * 10)),
+        specials=np.arange(max(2, round(scale * 20)) * _N_SPECIAL) % _N_SPECIAL,
+        odd_injections=4,
+    )
+    return _merge(history, _daily_schedule(seed, book))
+
+
+def _daily_schedule(seed: int, book: _Book) -> dict[str, pl.DataFrame]:
+    rng = _rng(seed, "institution_schedule")
+    kind, rsym, started = schedule_runs(rng)
+    return _runs(
+        rng,
+        book,
+        kind,
+        rsym,
+        started,
+        early=0,
+        invalid_outputs=0,
+        specials=np.array(SCHEDULE_SPECIALS),
+        odd_injections=0,
+        popular=SCHEDULE_POPULAR,
+        june_from=int(started[0]) + _DAY,
+    )
+
+
+def _merge(*blocks: dict[str, pl.DataFrame]) -> dict[str, pl.DataFrame]:
+    """Blocks merged in time; run, output and injection ids renumbered so they stay ordered by time."""
+    runs = pl.concat(
+        [b["institution_runs"].with_columns(pl.lit(i).alias("_block")) for i, b in enumerate(blocks)]
+    ).with_row_index("_i")
+    runs = runs.sort(["started_at", "_i"]).with_columns(_ids("ir_", runs.height, 7).alias("_new"))
+    key = runs.select("_block", pl.col("run_id").alias("_old"), "_new")
+
+    def renamed(table: str) -> pl.DataFrame:
+        frame = pl.concat(
+            [b[table].with_columns(pl.lit(i).alias("_block")) for i, b in enumerate(blocks)]
+        ).with_row_index("_i")
+        return frame.join(
+            key, left_on=["_block", "run_id"], right_on=["_block", "_old"], how="left"
+        ).with_columns(pl.col("_new").alias("run_id"))
+
+    outputs = renamed("institution_role_outputs").sort(["_new", "_i"])
+    outputs = outputs.with_columns(_ids("o_", outputs.height, 8).alias("output_id"))
+    injections = renamed("methodology_injections").sort(["injected_at", "_i"])
+    injections = injections.with_columns(_ids("inj_", injections.height, 7).alias("injection_id"))
+    return {
+        "institution_runs": runs.with_columns(pl.col("_new").alias("run_id")).select(
+            blocks[0]["institution_runs"].columns
+        ),
+        "institution_role_outputs": outputs.select(blocks[0]["institution_role_outputs"].columns),
+        "methodology_injections": injections.select(blocks[0]["methodology_injections"].columns),
+    }
+
+
+def _runs(
+    rng: np.random.Generator,
+    book: _Book,
+    kind: np.ndarray,
+    rsym: np.ndarray,
+    started: np.ndarray,
+    *,
+    early: int,
+    invalid_outputs: int,
+    specials: np.ndarray,
+    odd_injections: int,
+    popular: dict = _POPULAR,
+    june_from: int | None = None,
+) -> dict[str, pl.DataFrame]:
+    """Runs in time order with their six outputs and injections (provisional ids, see _merge).
+
+    ``early`` first runs propose every template; ``specials`` are the special proposals (indices of
+    _special_proposals) spread over the candidate outputs; JUNE_TEMPLATE (template index
+    len(METHODOLOGY_TEMPLATES)) is cited only by runs started at or after ``june_from``.
+    """
+    n = len(started)
+    nt = len(METHODOLOGY_TEMPLATES)
     run_id = _ids("ir_", n, 7)
     ac = np.array(_RUN_ASSET_CLASS)[rsym]
 
@@ -77,15 +170,18 @@ def _institution(scale: float, seed: int, book: _Book) -> dict[str, pl.DataFrame
 
     prim = rng.integers(0, nt, n)
     u = rng.random(n)
-    for cls, pops in _POPULAR.items():
+    for cls, pops in popular.items():
         acc = 0.0
         for tidx, share in pops:
             prim[(ac == cls) & (u >= acc) & (u < acc + share)] = tidx
             acc += share
+    if june_from is not None:
+        # JUNE_TEMPLATE fires only on a clear setup (right at every ladder window), once proposed
+        clear_now = votes.max(axis=1) == 3
+        prim[(ac == "equity") & clear_now & (started >= june_from)] = nt
     second = rng.integers(0, nt, n)
     has2 = rng.random(n) < 0.3
     # the first runs propose every template (popular ones first, three per run) and cite only those
-    early = min(n, -(-nt // 3))
     for i in range(early):
         proposed = _PROPOSAL_ORDER[: 3 * (i + 1)]
         if prim[i] not in proposed:
@@ -99,7 +195,7 @@ def _institution(scale: float, seed: int, book: _Book) -> dict[str, pl.DataFrame
     pm_action = np.where(rng.random(n) < p_correct, best, rng.integers(0, 3, n))
     bogus = rng.integers(0, len(BOGUS_METHODOLOGY_IDS), n)
     hasb = rng.random(n) < 0.05
-    tids = [t.methodology_id for t in METHODOLOGY_TEMPLATES]
+    tids = [t.methodology_id for t in (*METHODOLOGY_TEMPLATES, JUNE_TEMPLATE)]
     cited = _cat(
         '["',
         _pick(tids, prim),
@@ -145,20 +241,19 @@ def _institution(scale: float, seed: int, book: _Book) -> dict[str, pl.DataFrame
     )
     # a few risk/trader outputs break their schema (the methodology stage rejects them, landing keeps them)
     confidence = np.round(rng.uniform(0.35, 0.95, no), 2)
-    per_invalid = max(2, round(scale * 10))
-    broken = rng.choice(
-        np.flatnonzero(np.isin(role, [3, 4]) & (ri >= early)), size=2 * per_invalid, replace=False
-    )
-    confidence[broken[:per_invalid]] = 1.7
-    action[broken[per_invalid:]] = len(_ACTIONS)  # "yolo"
+    if invalid_outputs:
+        broken = rng.choice(
+            np.flatnonzero(np.isin(role, [3, 4]) & (ri >= early)), size=2 * invalid_outputs, replace=False
+        )
+        confidence[broken[:invalid_outputs]] = 1.7
+        action[broken[invalid_outputs:]] = len(_ACTIONS)  # "yolo"
     cites = np.isin(role, [0, 4, 5])
     cited_col = pl.select(
         pl.when(pl.lit(pl.Series(cites))).then(pl.lit(cited.gather(ri))).otherwise(pl.lit("[]"))
     ).to_series()
 
     table = _proposal_table()
-    variant0, special0 = 4 * nt, 5 * nt
-    n_special = len(table) - special0
+    variant0 = 4 * nt
     prop = np.full(no, -1)
     first = (np.arange(nt) // 3) * 6 + np.arange(nt) % 3  # analyst, bull, bear of the first runs
     prop[first[first < no]] = np.array(_PROPOSAL_ORDER)[first < no] * 4
@@ -171,10 +266,11 @@ def _institution(scale: float, seed: int, book: _Book) -> dict[str, pl.DataFrame
     prop[take] = (tmpl * 4 + rng.integers(0, 4, no))[take]
     take = cand & (u >= 0.06) & (u < 0.068)
     prop[take] = (variant0 + tmpl)[take]
-    per_special = max(2, round(scale * 20))
     free = np.flatnonzero(cand & (prop < 0))
-    slots = np.sort(rng.choice(free, size=min(len(free), per_special * n_special), replace=False))
-    prop[slots] = special0 + np.arange(len(slots)) % n_special
+    slots = np.sort(rng.choice(free, size=min(len(free), len(specials)), replace=False))
+    prop[slots] = special_proposal_index(0) + specials[: len(slots)]
+    if june_from is not None:  # the schedule's first run's analyst proposes JUNE_TEMPLATE
+        prop[0] = june_proposal_index(0)
     outputs = pl.DataFrame(
         {
             "output_id": _ids("o_", no, 8),
@@ -194,7 +290,7 @@ def _institution(scale: float, seed: int, book: _Book) -> dict[str, pl.DataFrame
     clear = votes.max(axis=1) == 3
     inj = np.flatnonzero((kind == 0) & (started >= _INJECT_FROM) & popular & clear)
     sched = np.flatnonzero(kind == 0)
-    odd = np.sort(rng.choice(sched, size=min(len(sched), 4), replace=False))
+    odd = np.sort(rng.choice(sched, size=min(len(sched), odd_injections), replace=False))
     inj_run = np.r_[inj, odd]
     odd_ids = [BOGUS_METHODOLOGY_IDS[0], BOGUS_METHODOLOGY_IDS[1], tids[8], tids[22]][: len(odd)]
     inj_mid = pl.concat([_pick(tids, prim[inj]), pl.Series("", odd_ids, pl.String)])

@@ -164,6 +164,14 @@ METHODOLOGY_TEMPLATES = (
     _Template("Support reclaim alts", "long", "support_resistance", "1d", ("rsi", "volume_profile"),
               "crypto_alt", "Buy altcoins that reclaim a lost daily support level on a high-volume node."),
 )
+# A newcomer of the last month (demo/schedule.py): first proposed on the anchor's audit window's first
+# day, cited by the daily equity runs, right almost every time, so it graduates inside the window.
+JUNE_TEMPLATE = _Template(
+    "Guidance raise follow-through", "long", "momentum", "1d", ("guidance_revision", "relative_strength"),
+    "equity",
+    "Buy companies the day after they raise full-year guidance while their relative strength versus "
+    "the index keeps improving.",
+)
 # fmt: on
 BOGUS_METHODOLOGY_IDS = tuple(
     "m_" + hashlib.sha256(f"never-proposed-{i}".encode()).hexdigest()[:16] for i in range(4)
@@ -226,7 +234,8 @@ def _special_proposals() -> list[dict[str, Any]]:
 
 
 def _proposal_table() -> list[str]:
-    """[template k paraphrase p] at 4k+p, then one near-duplicate variant per template, then specials."""
+    """[template k paraphrase p] at 4k+p, then one near-duplicate variant per template, then specials,
+    then JUNE_TEMPLATE's four paraphrases (june_proposal_index)."""
     out: list[str] = []
     for t in METHODOLOGY_TEMPLATES:
         d = t.description
@@ -242,4 +251,23 @@ def _proposal_table() -> list[str]:
         other = timeframes[(timeframes.index(t.timeframe) + 1) % len(timeframes)]
         out.append(json.dumps(t.proposal(timeframe=other), ensure_ascii=False))
     out.extend(json.dumps(p, ensure_ascii=False) for p in _special_proposals())
+    out.extend(
+        json.dumps(JUNE_TEMPLATE.proposal(description=text), ensure_ascii=False)
+        for text in (
+            JUNE_TEMPLATE.description,
+            f"{JUNE_TEMPLATE.description} Confirm with {', '.join(JUNE_TEMPLATE.indicators)}.",
+            "Setup: " + JUNE_TEMPLATE.description[0].lower() + JUNE_TEMPLATE.description[1:],
+            f"{JUNE_TEMPLATE.description} Works best on daily bars.",
+        )
+    )
     return out
+
+
+def special_proposal_index(k: int) -> int:
+    """Where the k-th special (invalid or injection) proposal sits in _proposal_table()."""
+    return 5 * len(METHODOLOGY_TEMPLATES) + k
+
+
+def june_proposal_index(paraphrase: int) -> int:
+    """Where JUNE_TEMPLATE's paraphrase sits in _proposal_table()."""
+    return 5 * len(METHODOLOGY_TEMPLATES) + len(_special_proposals()) + paraphrase

@@ -20,11 +20,64 @@ def feed_freshness() -> dg.FreshnessPolicy:
     return dg.FreshnessPolicy.time_window(fail_window=timedelta(hours=SETTINGS.freshness_hours))
 
 
+# metadata numbers are for people: no float shows more decimals than this (SPEC section 18)
+METADATA_DECIMALS = 4
+
+
+def rounded(value, decimals: int = METADATA_DECIMALS):
+    """A metadata value with every float rounded (plain floats, float metadata, JSON contents)."""
+    if isinstance(value, bool):
+        return value
+    if isinstance(value, float):
+        return round(value, decimals)
+    if isinstance(value, dg.FloatMetadataValue):
+        return dg.MetadataValue.float(round(value.value, decimals)) if value.value is not None else value
+    if isinstance(value, dg.JsonMetadataValue):
+        return dg.MetadataValue.json(rounded(value.data, decimals))
+    if type(value) is dict:
+        return {k: rounded(v, decimals) for k, v in value.items()}
+    if type(value) in (list, tuple):
+        return [rounded(v, decimals) for v in value]
+    return value
+
+
+def rounded_metadata(metadata: dict, decimals: int = METADATA_DECIMALS) -> dict:
+    """Materialization or check metadata with every number rounded for people."""
+    return {k: rounded(v, decimals) for k, v in metadata.items()}
+
+
+def score_metadata(value: float) -> dg.MetadataValue:
+    """A 0-100 score as float metadata the UI plots across materializations, to 2 decimals."""
+    return dg.MetadataValue.float(round(float(value), 2))
+
+
+def column_schema(table_name: str) -> dg.TableSchema | None:
+    """The declared columns of a stored table, with their descriptions (defs/<domain>/columns.py)."""
+    from tradingmem_assets.docs_tables import TABLE_DOCS
+
+    doc = TABLE_DOCS.get(table_name)
+    if doc is None:
+        return None
+    return dg.TableSchema(columns=[dg.TableColumn(c, t, description=d) for c, t, d in doc.columns])
+
+
+def declared_metadata(asset_key: str) -> dict:
+    """What an asset declares in its definition, so the UI shows it before the first
+    materialization: its table and that table's column schema with descriptions."""
+    from tradingmem_assets.docs_tables import asset_table
+
+    table = asset_table(asset_key)
+    schema = column_schema(table)
+    if schema is None:
+        raise KeyError(f"{table} (asset {asset_key}) has no columns declared in defs/<domain>/columns.py")
+    return {"dagster/table_name": table, "dagster/column_schema": schema}
+
+
 def table_metadata(table_name: str, frame: pl.DataFrame | None = None, row_count: int | None = None) -> dict:
     meta: dict = {"dagster/table_name": table_name}
     if frame is not None:
         meta["dagster/row_count"] = frame.height if row_count is None else row_count
-        meta["dagster/column_schema"] = dg.TableSchema(
+        meta["dagster/column_schema"] = column_schema(table_name) or dg.TableSchema(
             columns=[dg.TableColumn(name, str(dtype)) for name, dtype in frame.schema.items()]
         )
     elif row_count is not None:

@@ -29,7 +29,13 @@ from tradingmem_assets.defs.audit.scoring import (
 from tradingmem_assets.defs.audit.table_hash import tables_sha256
 from tradingmem_assets.defs.resources import WarehouseResource
 from tradingmem_assets.lib import tables
-from tradingmem_assets.lib.dagster_kit import check_result, table_metadata
+from tradingmem_assets.lib.dagster_kit import (
+    check_result,
+    declared_metadata,
+    rounded_metadata,
+    score_metadata,
+    table_metadata,
+)
 from tradingmem_assets.lib.tables import raw_key
 from tradingmem_assets.lib.validation import validate
 from tradingmem_assets.lib.warehouse import append_rows, scalar, table_exists, transaction
@@ -74,6 +80,7 @@ def _findings_markdown(findings: list[dict]) -> str:
 
 
 @dg.asset(
+    metadata=declared_metadata(AUDIT_ASSET_KEY.to_user_string()),
     key=AUDIT_ASSET_KEY,
     group_name=tables.AUDIT_GROUP,
     kinds={"duckdb", "polars"},
@@ -161,13 +168,13 @@ def methodology_audit_reports(
         "hash_seconds": round(hash_s, 3),
     }
     if score.composite is not None:
-        metadata["composite"] = dg.MetadataValue.float(float(score.composite))
+        metadata["composite"] = score_metadata(score.composite)
     for dim in DIMENSIONS:
         value = score.dimension_scores.get(dim)
         if value is not None:
-            metadata[f"score_{dim}"] = dg.MetadataValue.float(float(value))
+            metadata[f"score_{dim}"] = score_metadata(value)
     return dg.MaterializeResult(
-        metadata=metadata,
+        metadata=rounded_metadata(metadata),
         check_results=[
             isolation_check_result(before, after, pass_id),
             check_result(REPORT_INVARIANTS_CHECK, validation, AUDIT_ASSET_KEY),

@@ -10,8 +10,6 @@ import dagster as dg
 from tradingmem_assets.defs.efficacy.queries import EfficacyInputsMissing
 from tradingmem_assets.defs.efficacy.queries import memory_efficacy as compute_efficacy
 from tradingmem_assets.defs.efficacy.verdicts import (
-    COLUMN_DESCRIPTIONS,
-    EFFICACY_SCHEMA,
     markdown,
     strongest_effects,
     verdict_counts,
@@ -19,6 +17,7 @@ from tradingmem_assets.defs.efficacy.verdicts import (
 from tradingmem_assets.defs.resources import WarehouseResource
 from tradingmem_assets.defs.role_memory.admission import registry_frame
 from tradingmem_assets.lib import tables
+from tradingmem_assets.lib.dagster_kit import column_schema, declared_metadata
 from tradingmem_assets.lib.tables import raw_key
 from tradingmem_assets.lib.warehouse import replace_table, transaction
 
@@ -44,20 +43,13 @@ EFFICACY_INPUTS = [
     )
 ]
 
-COLUMN_SCHEMA = dg.TableSchema(
-    columns=[
-        dg.TableColumn(name, str(dtype), description=COLUMN_DESCRIPTIONS[name])
-        for name, dtype in EFFICACY_SCHEMA.items()
-    ]
-)
-
 
 @dg.asset(
     name="memory_efficacy",
     group_name=tables.EFFICACY_GROUP,
     kinds={"duckdb", "polars"},
     deps=EFFICACY_INPUTS,
-    metadata={"dagster/column_schema": COLUMN_SCHEMA, "dagster/table_name": tables.MEMORY_EFFICACY},
+    metadata=declared_metadata("memory_efficacy"),
     description="Win rates before vs after each lesson, graduation and injection, with Wilson intervals.",
 )
 def memory_efficacy(context: dg.AssetExecutionContext, warehouse: WarehouseResource) -> dg.MaterializeResult:
@@ -77,7 +69,7 @@ def memory_efficacy(context: dg.AssetExecutionContext, warehouse: WarehouseResou
         metadata={
             "dagster/table_name": tables.MEMORY_EFFICACY,
             "dagster/row_count": rows.height,
-            "dagster/column_schema": COLUMN_SCHEMA,
+            "dagster/column_schema": column_schema(tables.MEMORY_EFFICACY),
             "as_of": as_of.isoformat(),
             **{verdict: dg.MetadataValue.int(n) for verdict, n in counts.items()},
             "subjects_by_kind": dg.MetadataValue.json(by_kind),

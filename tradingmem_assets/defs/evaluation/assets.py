@@ -14,7 +14,12 @@ from tradingmem_assets.defs.evaluation.scoring import (
 from tradingmem_assets.defs.operations.ledger import learning_bound
 from tradingmem_assets.defs.resources import WarehouseResource
 from tradingmem_assets.lib import tables
-from tradingmem_assets.lib.dagster_kit import check_result, refuse_write, table_metadata
+from tradingmem_assets.lib.dagster_kit import (
+    check_result,
+    declared_metadata,
+    refuse_write,
+    table_metadata,
+)
 from tradingmem_assets.lib.tables import raw_key
 from tradingmem_assets.lib.validation import validate
 from tradingmem_assets.lib.warehouse import read_frame, scalar, transaction
@@ -46,18 +51,21 @@ VALIDATED_COLUMNS = (
     specs=[
         dg.AssetSpec(
             "evaluation_runs",
+            metadata=declared_metadata("evaluation_runs"),
             deps=EVALUATION_INPUTS,
             kinds={"duckdb", "polars"},
             description="Append-only, versioned evaluation of every executed decision against every profile.",
         ),
         dg.AssetSpec(
             "evaluation_primaries",
+            metadata=declared_metadata("evaluation_primaries"),
             deps=["evaluation_runs"],
             kinds={"duckdb"},
             description="Every interval during which a run was its decision's primary run (reads as of a past instant).",
         ),
         dg.AssetSpec(
             "evaluation_components",
+            metadata=declared_metadata("evaluation_components"),
             deps=["evaluation_runs"],
             kinds={"duckdb"},
             description="The measured components of each evaluation run, with quality flags.",

@@ -9,7 +9,7 @@ from tradingmem_assets.defs.landing.ingest import LandingFileError, ingest_table
 from tradingmem_assets.defs.landing.invariants import LANDING_TABLES, REJECTS_SCHEMA, LandingTable
 from tradingmem_assets.defs.resources import WarehouseResource
 from tradingmem_assets.lib import tables
-from tradingmem_assets.lib.dagster_kit import feed_freshness, table_metadata
+from tradingmem_assets.lib.dagster_kit import declared_metadata, feed_freshness, table_metadata
 from tradingmem_assets.lib.tables import raw_key
 from tradingmem_assets.lib.warehouse import ensure_table, replace_table, scalar, transaction
 
@@ -20,6 +20,7 @@ def _landing_asset(spec: LandingTable) -> dg.AssetsDefinition:
     key = dg.AssetKey(raw_key(spec.name))
 
     @dg.asset(
+        metadata=declared_metadata(key.to_user_string()),
         key=key,
         group_name=tables.LANDING_GROUP,
         kinds={"duckdb", "polars"},

@@ -21,7 +21,7 @@ from tradingmem_assets.defs.learning.learnings import DELETIONS_SCHEMA, LEARNING
 from tradingmem_assets.defs.learning.tiers import load_tool_tiers
 from tradingmem_assets.defs.resources import WarehouseResource
 from tradingmem_assets.lib import tables
-from tradingmem_assets.lib.dagster_kit import check_result, feed_freshness, table_metadata
+from tradingmem_assets.lib.dagster_kit import check_result, declared_metadata, feed_freshness, table_metadata
 from tradingmem_assets.lib.tables import raw_key
 from tradingmem_assets.lib.validation import validate
 from tradingmem_assets.lib.warehouse import (
@@ -66,12 +66,14 @@ def _failure(what: str, validations: list) -> dg.Failure:
     specs=[
         dg.AssetSpec(
             "learnings",
+            metadata=declared_metadata("learnings"),
             deps=[raw_key("agent_turns"), raw_key("learning_feedback")],
             kinds=KINDS,
             description="Reusable tool sequences reviewed from agent turns, deduplicated, with feedback.",
         ),
         dg.AssetSpec(
             "learning_reviews",
+            metadata=declared_metadata("learning_reviews"),
             deps=[raw_key("agent_turns")],
             kinds=KINDS,
             description="One review per agent turn: skipped, rejected, below threshold, created or merged.",
@@ -175,7 +177,13 @@ _DESCRIPTIONS = {
 @dg.multi_asset(
     group_name=tables.LEARNING_GROUP,
     specs=[
-        dg.AssetSpec(key, deps=METHODOLOGY_INPUTS, kinds=KINDS, description=_DESCRIPTIONS[key])
+        dg.AssetSpec(
+            key,
+            deps=METHODOLOGY_INPUTS,
+            kinds=KINDS,
+            description=_DESCRIPTIONS[key],
+            metadata=declared_metadata(key),
+        )
         for key in tables.METHODOLOGY_ASSETS
     ],
     check_specs=[
@@ -285,6 +293,7 @@ def methodology_ladder(context: dg.AssetExecutionContext, warehouse: WarehouseRe
 
 
 @dg.asset(
+    metadata=declared_metadata(tables.HEARTBEAT_ASSET),
     name=tables.HEARTBEAT_ASSET,
     group_name=tables.LEARNING_GROUP,
     deps=[*tables.LEARNINGS_ASSETS, *tables.METHODOLOGY_ASSETS],

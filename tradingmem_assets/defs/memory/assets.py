@@ -7,7 +7,7 @@ from tradingmem_assets.defs.memory import promotion, sessions
 from tradingmem_assets.defs.profile import invariants as schemas
 from tradingmem_assets.defs.resources import WarehouseResource
 from tradingmem_assets.lib import tables
-from tradingmem_assets.lib.dagster_kit import check_result, refuse_write, table_metadata
+from tradingmem_assets.lib.dagster_kit import check_result, declared_metadata, refuse_write, table_metadata
 from tradingmem_assets.lib.dtypes import as_utc
 from tradingmem_assets.lib.tables import raw_key
 from tradingmem_assets.lib.validation import validate
@@ -16,6 +16,7 @@ from tradingmem_assets.settings import SETTINGS
 
 
 @dg.asset(
+    metadata=declared_metadata("session_contexts"),
     group_name=tables.PROFILE_GROUP,
     deps=[raw_key("conversation_message")],
     kinds={"duckdb", "polars"},
@@ -88,6 +89,7 @@ FROM main.user_facts
     specs=[
         dg.AssetSpec(
             "memory_promotions",
+            metadata=declared_metadata("memory_promotions"),
             deps=[raw_key("memory_unit"), raw_key("memory_evidence")],
             kinds={"duckdb", "polars"},
             description="The promotion decision of every mid-term memory unit at as_of "
@@ -95,6 +97,7 @@ FROM main.user_facts
         ),
         dg.AssetSpec(
             "user_facts",
+            metadata=declared_metadata("user_facts"),
             deps=["memory_promotions"],
             kinds={"duckdb", "polars"},
             description="Long-term memory: promoted units (evidence >= 2 or confidence >= 0.90, no conflict, "

@@ -56,7 +56,7 @@ from tradingmem_assets.defs.migration.invariants import (
 from tradingmem_assets.defs.migration.partitions import LEGACY_MONTHLY_PARTITIONS
 from tradingmem_assets.defs.resources import WarehouseResource
 from tradingmem_assets.lib import tables
-from tradingmem_assets.lib.dagster_kit import table_metadata
+from tradingmem_assets.lib.dagster_kit import declared_metadata, table_metadata
 from tradingmem_assets.lib.tables import raw_key
 from tradingmem_assets.lib.validation import validate
 from tradingmem_assets.lib.warehouse import append_rows, ensure_table, transaction
@@ -90,7 +90,19 @@ def _range_text(keys: list[str]) -> str:
     return keys[0] if len(keys) == 1 else f"{keys[0]}...{keys[-1]} ({len(keys)} partitions)"
 
 
+def _per_partition(context: dg.AssetExecutionContext, keys: list[str], metadata_of) -> None:
+    """Give each partition of the run its own metadata (counts of its rows only), not the range's:
+    a single-run backfill records one materialization per partition, all from one return value."""
+    for key in keys:
+        context.add_asset_metadata({"partition": key, **metadata_of(key)}, partition_key=key)
+
+
+def _rows_of(frame: pl.DataFrame, key: str) -> pl.DataFrame:
+    return frame.filter(pl.col("partition_key") == key)
+
+
 @dg.asset(
+    metadata=declared_metadata("legacy_role_memory_backup"),
     name="legacy_role_memory_backup",
     deps=[raw_key("legacy_role_memory")],
     kinds={"duckdb", "polars", "parquet"},
@@ -142,17 +154,25 @@ def legacy_role_memory_backup(context: dg.AssetExecutionContext, warehouse: Ware
             problems.append(("rows", "backup_equals_raw_month", backup.partition_key))
     outside_rows = int(outside.get_column("rows").sum()) if outside.height else 0
     written = sum(1 for _, tmp in staged if tmp is not None)
-    per_partition = manifest.filter(pl.col("row_count") > 0).select("partition_key", "row_count", "sha256")
+    staged_by_key = {b.partition_key: tmp is not None for b, tmp in staged}
+    _per_partition(
+        context,
+        keys,
+        lambda key: {
+            **table_metadata(tables.MIGRATION_BACKUPS, _rows_of(manifest, key)),
+            "rows_backed_up": _rows_of(rows, key).height,
+            "file_written": staged_by_key.get(key, False),
+            "backup_file": dg.MetadataValue.path(
+                str(next(b.path for b in backups if b.partition_key == key))
+            ),
+            "sha256": next(b.sha256 for b in backups if b.partition_key == key),
+        },
+    )
     return dg.MaterializeResult(
         metadata={
-            **table_metadata(tables.MIGRATION_BACKUPS, manifest),
-            "partitions": _range_text(keys),
-            "rows_backed_up": rows.height,
-            "files_written": written,
-            "files_unchanged": len(backups) - written,
-            "empty_partitions": sum(1 for b in backups if b.row_count == 0),
+            "run_partitions": _range_text(keys),
+            "run_files_written": written,
             "backup_dir": dg.MetadataValue.path(str(backups[0].path.parent)),
-            "non_empty_partitions": _md_table(per_partition),
             "legacy_rows_outside_partitions": outside_rows,
         },
         check_results=[
@@ -178,6 +198,7 @@ def legacy_role_memory_backup(context: dg.AssetExecutionContext, warehouse: Ware
 
 
 @dg.asset(
+    metadata=declared_metadata("migrated_role_cases"),
     name="migrated_role_cases",
     deps=[BACKUP_ASSET],
     kinds={"duckdb", "polars"},
@@ -217,21 +238,30 @@ def migrated_role_cases(context: dg.AssetExecutionContext, warehouse: WarehouseR
             _replace_partitions(con, tables.MIGRATED_ROLE_CASES, CASES_SCHEMA, keys, cases)
             _replace_partitions(con, tables.MIGRATION_REJECTS, REJECTS_SCHEMA, keys, rejects)
 
-    status = dict(cases.group_by("status").len().rows())
-    reasons = rejects.group_by("reason").len().sort("len", descending=True)
-    unknown = (
-        cases.filter(pl.col("status") == "quarantined").group_by("role_id").len().sort("len", descending=True)
-    )
-    return dg.MaterializeResult(
-        metadata={
-            **table_metadata(tables.MIGRATED_ROLE_CASES, cases),
-            "partitions": _range_text(keys),
-            "rows_in": rows.height,
+    def metadata_of(key: str) -> dict:
+        part, part_rejects = _rows_of(cases, key), _rows_of(rejects, key)
+        status = dict(part.group_by("status").len().rows())
+        reasons = part_rejects.group_by("reason").len().sort(["len", "reason"], descending=[True, False])
+        unknown = (
+            part.filter(pl.col("status") == "quarantined")
+            .group_by("role_id")
+            .len()
+            .sort(["len", "role_id"], descending=[True, False])
+        )
+        return {
+            **table_metadata(tables.MIGRATED_ROLE_CASES, part),
+            "rows_in": _rows_of(rows, key).height,
             "migrated": status.get("migrated", 0),
             "quarantined": status.get("quarantined", 0),
-            "rejected": rejects.height,
+            "rejected": part_rejects.height,
             "reject_reasons": _md_table(reasons),
             "quarantined_roles": _md_table(unknown),
+        }
+
+    _per_partition(context, keys, metadata_of)
+    return dg.MaterializeResult(
+        metadata={
+            "run_partitions": _range_text(keys),
             "rejects_table": dg.MetadataValue.text(tables.MIGRATION_REJECTS),
         },
         check_results=[validation_result(MIGRATED_INVARIANTS_CHECK, validation, MIGRATED_ASSET)],
@@ -239,6 +269,7 @@ def migrated_role_cases(context: dg.AssetExecutionContext, warehouse: WarehouseR
 
 
 @dg.asset(
+    metadata=declared_metadata("migration_conservation_report"),
     name="migration_conservation_report",
     deps=[MIGRATED_ASSET],
     kinds={"duckdb", "polars"},
@@ -259,16 +290,18 @@ def migration_conservation_report(context: dg.AssetExecutionContext, warehouse: 
     validation = validate(CONSERVATION_REPORT_SCHEMA, report)
     bad = report.filter(~pl.col("conserved")).select("partition_key", "detail")
     result = validation_result(CONSERVATION_CHECK, validation, REPORT_ASSET)
+
+    def metadata_of(key: str) -> dict:
+        part = _rows_of(report, key)
+        return {
+            **table_metadata(tables.MIGRATION_CONSERVATION_REPORT, part),
+            **{c: int(part.get_column(c).sum()) for c in ("rows_in", "migrated", "quarantined", "rejected")},
+            "conserved": bool(part.get_column("conserved").all()),
+        }
+
+    _per_partition(context, keys, metadata_of)
     return dg.MaterializeResult(
-        metadata={
-            **table_metadata(tables.MIGRATION_CONSERVATION_REPORT, report),
-            "partitions": _range_text(keys),
-            "rows_in": int(report.get_column("rows_in").sum()),
-            "migrated": int(report.get_column("migrated").sum()),
-            "quarantined": int(report.get_column("quarantined").sum()),
-            "rejected": int(report.get_column("rejected").sum()),
-            "partitions_not_conserved": bad.height,
-        },
+        metadata={"run_partitions": _range_text(keys), "run_partitions_not_conserved": bad.height},
         check_results=[
             dg.AssetCheckResult(
                 check_name=result.check_name,

@@ -21,7 +21,7 @@ from tradingmem_assets.defs.profile.writes import (
 )
 from tradingmem_assets.defs.resources import WarehouseResource
 from tradingmem_assets.lib import tables
-from tradingmem_assets.lib.dagster_kit import check_result, refuse_write, table_metadata
+from tradingmem_assets.lib.dagster_kit import check_result, declared_metadata, refuse_write, table_metadata
 from tradingmem_assets.lib.sql_json import sql_literal
 from tradingmem_assets.lib.tables import raw_key
 from tradingmem_assets.lib.validation import customer_ranges, validate, validate_by_customer
@@ -72,6 +72,7 @@ FROM {BUILD}
     specs=[
         dg.AssetSpec(
             "fin_customer_profile",
+            metadata=declared_metadata("fin_customer_profile"),
             deps=[
                 raw_key("customers"),
                 raw_key("questionnaire_results"),
@@ -85,6 +86,7 @@ FROM {BUILD}
         ),
         dg.AssetSpec(
             "profile_snapshots",
+            metadata=declared_metadata("profile_snapshots"),
             deps=["fin_customer_profile"],
             kinds={"duckdb", "polars"},
             description="Append-only profile versions: a new version only when the profile's hash changes.",
@@ -217,6 +219,7 @@ ORDER BY customer_id
 
 
 @dg.asset(
+    metadata=declared_metadata("advisor_customer_view"),
     group_name=tables.PROFILE_GROUP,
     deps=["fin_customer_profile"],
     kinds={"duckdb"},
@@ -246,6 +249,7 @@ def advisor_customer_view(warehouse: WarehouseResource) -> dg.MaterializeResult:
 
 
 @dg.asset(
+    metadata=declared_metadata("customer_kb"),
     group_name=tables.PROFILE_GROUP,
     deps=[raw_key("kb_documents")],
     kinds={"duckdb", "polars"},

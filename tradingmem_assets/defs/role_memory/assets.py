@@ -31,7 +31,7 @@ from tradingmem_assets.defs.role_memory.stats import role_stats
 from tradingmem_assets.defs.role_memory.writes import UNCHANGED, write_cases
 from tradingmem_assets.lib import tables
 from tradingmem_assets.lib.budget import BudgetTracker, ensure_usage_table
-from tradingmem_assets.lib.dagster_kit import table_metadata
+from tradingmem_assets.lib.dagster_kit import declared_metadata, table_metadata
 from tradingmem_assets.lib.tables import raw_key
 from tradingmem_assets.lib.validation import Validation, validate
 from tradingmem_assets.lib.warehouse import replace_table, scalar, table_exists, transaction
@@ -103,6 +103,7 @@ def _counts_md(con, sql: str) -> dg.MetadataValue:
 
 
 @dg.asset(
+    metadata=declared_metadata("role_cases"),
     name="role_cases",
     group_name=tables.ROLE_MEMORY_GROUP,
     kinds={"duckdb", "polars"},
@@ -168,6 +169,7 @@ def make_reflector(con) -> Reflector:
 
 
 @dg.asset(
+    metadata=declared_metadata("role_reflections"),
     name="role_reflections",
     group_name=tables.ROLE_MEMORY_GROUP,
     kinds={"duckdb", "polars"},
@@ -229,6 +231,7 @@ def role_reflections(context: dg.AssetExecutionContext, warehouse: WarehouseReso
 
 
 @dg.asset(
+    metadata=declared_metadata("role_stats"),
     name="role_stats",
     group_name=tables.ROLE_MEMORY_GROUP,
     kinds={"duckdb", "polars"},
