@@ -1,12 +1,13 @@
 """Recall's set-based TF-IDF gives scikit-learn's scores, on the current state and as of any instant."""
 
-from datetime import UTC, datetime, timedelta
 import random
+from datetime import UTC, datetime, timedelta
 
 import duckdb
 import pytest
 
-from tradingmem_assets.defs.role_memory.recall_tfidf import query_terms, ranked, rebuild_terms_and_stats
+from tradingmem_assets.defs.role_memory.recall_terms import rebuild_terms_and_stats
+from tradingmem_assets.defs.role_memory.recall_tfidf import query_terms, ranked
 from tradingmem_assets.lib import tables
 from tradingmem_assets.lib.similarity import tfidf_cosine
 
@@ -36,8 +37,16 @@ def index(tmp_path_factory) -> duckdb.DuckDBPyConnection:
         start = T0 + timedelta(days=rng.randint(0, 60))
         end = start + timedelta(days=rng.randint(1, 40)) if rng.random() < 0.3 else None
         rows.append(
-            (rng.choice(["r1", "r2"]), rng.choice(["AAA", "BBB"]), rng.choice([None, "cut"]), start, end,
-             f"c{i:04d}", start, text.lower())
+            (
+                rng.choice(["r1", "r2"]),
+                rng.choice(["AAA", "BBB"]),
+                rng.choice([None, "cut"]),
+                start,
+                end,
+                f"c{i:04d}",
+                start,
+                text.lower(),
+            )
         )
     con = duckdb.connect(str(tmp_path_factory.mktemp("tfidf") / "w.duckdb"))
     con.execute(
@@ -64,14 +73,21 @@ def _reference(con, role, query, as_of, symbol=None, scenario=None) -> list[tupl
     ).fetchall()
     scores = tfidf_cosine([query], [v[1] for v in visible])[0] if visible else []
     kept = [
-        (round(float(s), 6), v) for v, s in zip(visible, scores, strict=True)
+        (round(float(s), 6), v)
+        for v, s in zip(visible, scores, strict=True)
         if (symbol is None or v[3] == symbol) and (scenario is None or v[4] == scenario)
     ]
     kept.sort(key=lambda sv: (-sv[0], -sv[1][2].timestamp(), sv[1][0]))
     return [(v[0], s) for s, v in kept]
 
 
-QUERIES = ["trend confirmed by volume", "Funding flipped, funding FLIPPED", "趋势 确认", "nothing matches zzz", ""]
+QUERIES = [
+    "trend confirmed by volume",
+    "Funding flipped, funding FLIPPED",
+    "趋势 确认",
+    "nothing matches zzz",
+    "",
+]
 INSTANTS = [None, T0 + timedelta(days=20), T0 + timedelta(days=45), T0 + timedelta(days=200)]
 
 
@@ -81,7 +97,13 @@ def test_scores_and_order_are_scikit_learns(index, query, as_of):
     for role in ("r1", "r2"):
         for symbol, scenario in ((None, None), ("AAA", None), (None, "cut")):
             got = ranked(
-                index, ["case_id"], role_id=role, query=query, symbol=symbol, scenario=scenario, k=400,
+                index,
+                ["case_id"],
+                role_id=role,
+                query=query,
+                symbol=symbol,
+                scenario=scenario,
+                k=400,
                 as_of=as_of,
             )
             want = _reference(index, role, query, as_of, symbol, scenario)
@@ -90,12 +112,17 @@ def test_scores_and_order_are_scikit_learns(index, query, as_of):
 
 def test_a_read_at_or_after_the_last_change_uses_the_current_state_and_agrees_with_computing_it(index):
     last = index.execute(f"SELECT max(stable_from) FROM {tables.ROLE_RECALL_ROLES}").fetchone()[0]
-    current = ranked(index, ["case_id"], role_id="r1", query=QUERIES[0], symbol=None, scenario=None, k=50, as_of=None)
-    at_last = ranked(index, ["case_id"], role_id="r1", query=QUERIES[0], symbol=None, scenario=None, k=50, as_of=last)
+    current = ranked(
+        index, ["case_id"], role_id="r1", query=QUERIES[0], symbol=None, scenario=None, k=50, as_of=None
+    )
+    at_last = ranked(
+        index, ["case_id"], role_id="r1", query=QUERIES[0], symbol=None, scenario=None, k=50, as_of=last
+    )
     before = last - timedelta(microseconds=1)
     assert current == at_last
-    assert ranked(index, ["case_id"], role_id="r1", query=QUERIES[0], symbol=None, scenario=None, k=50,
-                  as_of=before) == [tuple(r) for r in _reference_rows(index, before)]
+    assert ranked(
+        index, ["case_id"], role_id="r1", query=QUERIES[0], symbol=None, scenario=None, k=50, as_of=before
+    ) == [tuple(r) for r in _reference_rows(index, before)]
 
 
 def _reference_rows(con, as_of):
@@ -103,17 +130,29 @@ def _reference_rows(con, as_of):
 
 
 def test_an_unknown_role_recalls_nothing(index):
-    assert ranked(index, ["case_id"], role_id="nobody", query="trend", symbol=None, scenario=None, k=5, as_of=None) == []
+    assert (
+        ranked(
+            index, ["case_id"], role_id="nobody", query="trend", symbol=None, scenario=None, k=5, as_of=None
+        )
+        == []
+    )
 
 
 def test_query_terms_are_unigrams_and_neighbouring_bigrams():
     assert query_terms("Trend-confirmed  by trend") == {
-        "trend": 2, "confirmed": 1, "by": 1, "trend confirmed": 1, "confirmed by": 1, "by trend": 1,
+        "trend": 2,
+        "confirmed": 1,
+        "by": 1,
+        "trend confirmed": 1,
+        "confirmed by": 1,
+        "by trend": 1,
     }
 
 
 def test_a_rebuild_after_rows_come_and_go_keeps_the_scores_exact(index):
-    index.execute(f"DELETE FROM {tables.ROLE_RECALL_INDEX} WHERE case_id < 'c0100'")  # texts that no row carries now
+    index.execute(
+        f"DELETE FROM {tables.ROLE_RECALL_INDEX} WHERE case_id < 'c0100'"
+    )  # texts that no row carries now
     index.execute(
         f"INSERT INTO {tables.ROLE_RECALL_INDEX} SELECT * REPLACE ('n' || case_id AS case_id, "
         "doc || ' breakout failed again' AS doc, md5_number_upper(doc || ' breakout failed again') AS doc_id) "
@@ -126,7 +165,9 @@ def test_a_rebuild_after_rows_come_and_go_keeps_the_scores_exact(index):
     rebuild_terms_and_stats(index)
     for as_of in INSTANTS:
         for query in QUERIES[:3] + ["breakout failed again"]:
-            got = ranked(index, ["case_id"], role_id="r2", query=query, symbol=None, scenario=None, k=400, as_of=as_of)
+            got = ranked(
+                index, ["case_id"], role_id="r2", query=query, symbol=None, scenario=None, k=400, as_of=as_of
+            )
             want = _reference(index, "r2", query, as_of)
             assert [(c, pytest.approx(s, abs=2e-6)) for c, s in want] == [tuple(r) for r in got]
     orphans = index.execute(

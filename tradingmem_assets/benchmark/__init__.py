@@ -211,5 +211,7 @@ def core_ratio(step_s: dict[str, float], bare: dict) -> dict:
     """The project's landing (trading tables) + evaluation + role_cases seconds, and its ratio to the bare SQL."""
     from tradingmem_assets.benchmark.reference import TRADING_TABLES
 
-    core = sum(step_s.get(f"raw__{t}", 0.0) for t in TRADING_TABLES) + sum(step_s.get(s, 0.0) for s in CORE_STEPS)
+    core = sum(step_s.get(f"raw__{t}", 0.0) for t in TRADING_TABLES) + sum(
+        step_s.get(s, 0.0) for s in CORE_STEPS
+    )
     return {"core_s": round(core, 3), "ratio": round(core / bare["reference_s"], 2)}

@@ -150,7 +150,8 @@ def run_reference(landing_dir: Path, database: Path, as_of: datetime, roles: lis
             con.execute(_load_sql(landing_dir, table))
         con.execute("CREATE TABLE roles (role_id VARCHAR, skill_id VARCHAR, primary_profile VARCHAR)")
         con.executemany(
-            "INSERT INTO roles VALUES (?, ?, ?)", [(r["role_id"], r["skill_id"], r["primary_profile"]) for r in roles]
+            "INSERT INTO roles VALUES (?, ?, ?)",
+            [(r["role_id"], r["skill_id"], r["primary_profile"]) for r in roles],
         )
         timings["load_s"] = time.perf_counter() - started
         started = time.perf_counter()

@@ -126,11 +126,17 @@ def _report(pass_id: str | None) -> dict[str, Any]:
 
 def run_audit_pass(window_days: int) -> tuple[str, str]:
     """One audit pass as a run of methodology_audit_job on the UI's instance: (run_id, pass_id)."""
-    from tradingmem_assets.defs.operations.runs import first_failure_message, open_instance
+    from tradingmem_assets.defs.operations.runs import audit_yielded_to, first_failure_message, open_instance
     from tradingmem_assets.defs.operations.runs import run_audit_pass as launch
 
     with open_instance() as instance:
         result, pass_id = launch(instance, window_days)
+        yielded_to = audit_yielded_to(instance, result.run_id) if result.success else None
+    if yielded_to is not None:
+        raise CliError(
+            f"audit run {result.run_id} yielded to learning run {yielded_to} and wrote no report; "
+            "run it again once learning is done"
+        )
     if pass_id is None:
         raise CliError(f"audit run {result.run_id} failed: {first_failure_message(result)}")
     return result.run_id, pass_id

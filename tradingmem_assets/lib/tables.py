@@ -37,6 +37,8 @@ ROLE_RECALL_INDEX = "main.role_recall_index"
 ROLE_RECALL_TERMS = "main.role_recall_terms"
 ROLE_RECALL_DOCS = "main.role_recall_docs"
 ROLE_RECALL_DF = "main.role_recall_df"
+ROLE_RECALL_POSTINGS = "main.role_recall_postings"
+ROLE_RECALL_NORMS = "main.role_recall_norms"
 ROLE_RECALL_ROLES = "main.role_recall_roles"
 # learning
 LEARNINGS = "main.learnings"

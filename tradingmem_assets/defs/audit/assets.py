@@ -2,6 +2,7 @@
 
 import json
 import time
+from collections.abc import Iterator, Sequence
 from datetime import UTC, datetime
 
 import dagster as dg
@@ -27,6 +28,15 @@ from tradingmem_assets.defs.audit.scoring import (
     score_audit,
 )
 from tradingmem_assets.defs.audit.table_hash import tables_sha256
+from tradingmem_assets.defs.audit.yielding import (
+    TRIGGER_TAG,
+    YIELDED_TO_TAG,
+    Phase,
+    RunSeen,
+    YieldDecision,
+    learning_runs,
+    should_yield,
+)
 from tradingmem_assets.defs.resources import WarehouseResource
 from tradingmem_assets.lib import tables
 from tradingmem_assets.lib.dagster_kit import (
@@ -54,6 +64,66 @@ AUDIT_INPUTS = [
 ] + [raw_key("institution_runs")]
 
 
+# a learning run waiting for (or holding) the warehouse: the pass gives way to it between phases
+WAITING_STATUSES = [
+    dg.DagsterRunStatus.QUEUED,
+    dg.DagsterRunStatus.NOT_STARTED,
+    dg.DagsterRunStatus.STARTING,
+    dg.DagsterRunStatus.STARTED,
+]
+RUNS_SCANNED = 100
+
+
+def asset_names(run: dg.DagsterRun) -> frozenset[str] | None:
+    if run.asset_selection is None:
+        return None
+    return frozenset(key.to_user_string() for key in run.asset_selection)
+
+
+def learning_runs_in(
+    instance: dg.DagsterInstance,
+    statuses: Sequence[dg.DagsterRunStatus],
+    *,
+    exclude_run_id: str | None = None,
+) -> list[RunSeen]:
+    """Learning runs (a learning job's, or any run selecting a learning asset) with these statuses,
+    oldest first (the queue's order), read from the instance's run records."""
+    records = instance.get_run_records(filters=dg.RunsFilter(statuses=list(statuses)), limit=RUNS_SCANNED)
+    seen = [
+        RunSeen(
+            run_id=rec.dagster_run.run_id,
+            job_name=rec.dagster_run.job_name,
+            status=rec.dagster_run.status.value.lower(),
+            asset_selection=asset_names(rec.dagster_run),
+        )
+        for rec in sorted(records, key=lambda r: r.create_timestamp)
+    ]
+    return learning_runs(seen, exclude_run_id=exclude_run_id)
+
+
+def _yield_to_learning(context: dg.AssetExecutionContext, phase: Phase) -> YieldDecision | None:
+    """Between phases: look for a learning run that waits, and give way unless the pass was forced."""
+    waiting = learning_runs_in(context.instance, WAITING_STATUSES, exclude_run_id=context.run_id)
+    return should_yield(waiting, phase=phase, trigger=context.run.tags.get(TRIGGER_TAG))
+
+
+def _yielded(context: dg.AssetExecutionContext, decision: YieldDecision) -> dg.AssetObservation:
+    """End the pass without a report: tag the run (the scheduler reads it) and say why."""
+    context.instance.add_run_tags(context.run_id, {YIELDED_TO_TAG: decision.yielded_to.run_id})
+    context.log.warning(decision.reason)
+    return dg.AssetObservation(
+        asset_key=AUDIT_ASSET_KEY,
+        description=decision.reason,
+        metadata={
+            "yielded_to": decision.yielded_to.run_id,
+            "yielded_to_job": decision.yielded_to.job_name,
+            "yielded_to_status": decision.yielded_to.status,
+            "yielded_before_phase": decision.phase,
+            "learning_runs_waiting": len(decision.waiting),
+        },
+    )
+
+
 class AuditConfig(dg.Config):
     window_days: int = Field(
         default=DEFAULT_WINDOW_DAYS,
@@ -79,18 +149,34 @@ def _findings_markdown(findings: list[dict]) -> str:
     return "\n".join(lines)
 
 
-@dg.asset(
-    metadata=declared_metadata(AUDIT_ASSET_KEY.to_user_string()),
-    key=AUDIT_ASSET_KEY,
-    group_name=tables.AUDIT_GROUP,
-    kinds={"duckdb", "polars"},
-    deps=AUDIT_INPUTS,
+# A multi-asset of one asset, because only ``can_subset`` makes the check outputs optional too: a
+# pass that yields to a waiting learning run ends without a report, so without a materialization
+# and without check evaluations (an ``@asset`` with ``output_required=False`` still requires them).
+@dg.multi_asset(
+    name="methodology_audit_reports",
+    specs=[
+        dg.AssetSpec(
+            AUDIT_ASSET_KEY,
+            metadata=declared_metadata(AUDIT_ASSET_KEY.to_user_string()),
+            group_name=tables.AUDIT_GROUP,
+            kinds={"duckdb", "polars"},
+            deps=AUDIT_INPUTS,
+            skippable=True,
+            description=(
+                "One append-only health report per audit pass; reads the learning tables, never writes them."
+            ),
+        )
+    ],
     check_specs=AUDIT_CHECK_SPECS,
-    description="One append-only health report per audit pass; reads the learning tables, never writes them.",
+    can_subset=True,
 )
 def methodology_audit_reports(
     context: dg.AssetExecutionContext, config: AuditConfig, warehouse: WarehouseResource
-) -> dg.MaterializeResult:
+) -> Iterator[dg.MaterializeResult | dg.AssetObservation]:
+    if AUDIT_ASSET_KEY not in context.selected_asset_keys:
+        raise dg.Failure(
+            description="the audit's checks are evaluated by its pass: select methodology_audit_reports"
+        )
     if config.window_days < 1:
         raise dg.Failure(description=f"window_days must be at least 1, got {config.window_days}")
     as_of = warehouse.as_of_ts
@@ -109,10 +195,16 @@ def methodology_audit_reports(
             inputs = read_audit_inputs(con, window) if enabled else None
         except AuditInputError as exc:
             raise dg.Failure(description=str(exc)) from exc
+    if (decision := _yield_to_learning(context, "score")) is not None:
+        yield _yielded(context, decision)
+        return
     try:
         score = score_audit(inputs, window) if inputs is not None else disabled_score()
     except AuditInputError as exc:
         raise dg.Failure(description=str(exc)) from exc
+    if (decision := _yield_to_learning(context, "write")) is not None:
+        yield _yielded(context, decision)
+        return
 
     # Write phase: hash again, then append the report row (the only write of a pass).
     with warehouse.connect() as con:
@@ -173,10 +265,14 @@ def methodology_audit_reports(
         value = score.dimension_scores.get(dim)
         if value is not None:
             metadata[f"score_{dim}"] = score_metadata(value)
-    return dg.MaterializeResult(
+    yield dg.MaterializeResult(
         metadata=rounded_metadata(metadata),
         check_results=[
-            isolation_check_result(before, after, pass_id),
-            check_result(REPORT_INVARIANTS_CHECK, validation, AUDIT_ASSET_KEY),
+            result
+            for result in (
+                isolation_check_result(before, after, pass_id),
+                check_result(REPORT_INVARIANTS_CHECK, validation, AUDIT_ASSET_KEY),
+            )
+            if dg.AssetCheckKey(AUDIT_ASSET_KEY, result.check_name) in context.selected_asset_check_keys
         ],
     )

@@ -9,6 +9,7 @@ from datetime import UTC, datetime
 
 import dagster as dg
 
+from tradingmem_assets.defs.audit.assets import asset_names, learning_runs_in
 from tradingmem_assets.defs.audit.checks import AUDIT_ASSET_KEY, SHA_AFTER_KEY, SHA_BEFORE_KEY
 from tradingmem_assets.defs.audit.jobs import (
     ALERT_OP_NAME,
@@ -17,12 +18,21 @@ from tradingmem_assets.defs.audit.jobs import (
     methodology_audit_job,
 )
 from tradingmem_assets.defs.audit.scheduling import SchedulerState, decide
+from tradingmem_assets.defs.audit.yielding import (
+    TRIGGER_TAG,
+    YIELDED_TO_TAG,
+    PassOutcome,
+    is_learning_run,
+    pass_outcome,
+)
 from tradingmem_assets.lib import tables
 from tradingmem_assets.settings import SETTINGS
 
 ISOLATION_SENSOR_NAME = "audit_isolation_sensor"
 SCHEDULER_NAME = "methodology_audit_scheduler"
 MATERIALIZATIONS_PER_TICK = 100
+# finished runs of any job scanned for ad-hoc learning materializations (the idle clock)
+RECENT_FINISHED_RUNS = 50
 
 IN_FLIGHT_STATUSES = [
     dg.DagsterRunStatus.QUEUED,
@@ -124,18 +134,49 @@ def _in_flight(instance: dg.DagsterInstance, job_names: Sequence[str]) -> list[s
     return found
 
 
+def _learning_in_flight(instance: dg.DagsterInstance) -> list[str]:
+    """Learning runs queued or in progress: the learning jobs' and ad-hoc materializations of
+    learning assets (any job whose selection holds one)."""
+    return [r.describe() for r in learning_runs_in(instance, IN_FLIGHT_STATUSES)]
+
+
 def _last_end(instance: dg.DagsterInstance, job_names: Sequence[str]) -> datetime | None:
-    ends = []
+    """When learning last finished: the learning jobs' runs, and the latest finished runs of any
+    job whose selection holds a learning asset."""
+    records = []
     for name in job_names:
-        for rec in instance.get_run_records(
+        records += instance.get_run_records(
             filters=dg.RunsFilter(job_name=name, statuses=FINISHED_STATUSES),
             limit=1,
             order_by="end_time",
             ascending=False,
-        ):
-            stamp = rec.end_time or rec.update_timestamp.timestamp()
-            ends.append(datetime.fromtimestamp(stamp, UTC))
+        )
+    records += [
+        rec
+        for rec in instance.get_run_records(
+            filters=dg.RunsFilter(statuses=FINISHED_STATUSES),
+            limit=RECENT_FINISHED_RUNS,
+            order_by="end_time",
+            ascending=False,
+        )
+        if is_learning_run(rec.dagster_run.job_name, asset_names(rec.dagster_run))
+    ]
+    ends = [datetime.fromtimestamp(rec.end_time or rec.update_timestamp.timestamp(), UTC) for rec in records]
     return max(ends) if ends else None
+
+
+def _pending_pass(instance: dg.DagsterInstance, run_key: str | None) -> tuple[PassOutcome | None, str | None]:
+    """What became of the pass launched with ``run_key``: its outcome and the run it yielded to."""
+    if run_key is None:
+        return None, None
+    runs = instance.get_runs(
+        filters=dg.RunsFilter(tags={"dagster/sensor_name": SCHEDULER_NAME, "dagster/run_key": run_key}),
+        limit=1,
+    )
+    if not runs:
+        return pass_outcome(None, {}), None
+    run = runs[0]
+    return pass_outcome(run.status.value.lower(), dict(run.tags)), run.tags.get(YIELDED_TO_TAG)
 
 
 def build_audit_scheduler(
@@ -156,28 +197,35 @@ def build_audit_scheduler(
         default_status=dg.DefaultSensorStatus.RUNNING if cron_enabled else dg.DefaultSensorStatus.STOPPED,
         description=(
             "Opt-in audit schedule (METHODOLOGY_AUDIT_CRON_ENABLED=1): skips while learning runs, defers "
-            "until learning is idle, forces a pass after METHODOLOGY_AUDIT_MAX_DEFERRALS deferrals."
+            "until learning is idle (a pass that yielded to learning is a deferral), forces a pass after "
+            "METHODOLOGY_AUDIT_MAX_DEFERRALS deferrals."
         ),
     )
     def _scheduler(context: dg.SensorEvaluationContext) -> dg.SensorResult:
         now = datetime.now(UTC)
+        state = SchedulerState.from_cursor(context.cursor)
+        outcome, yielded_to = _pending_pass(context.instance, state.pending_run_key)
         decision = decide(
             now,
-            SchedulerState.from_cursor(context.cursor),
+            state,
             enabled=enabled,
-            learning_in_flight=_in_flight(context.instance, learning_jobs),
+            learning_in_flight=sorted(
+                set(_in_flight(context.instance, learning_jobs)) | set(_learning_in_flight(context.instance))
+            ),
             audit_in_flight=bool(_in_flight(context.instance, [AUDIT_JOB_NAME])),
             last_learning_end=_last_end(context.instance, learning_jobs),
             min_idle_s=min_idle_s,
             max_deferrals=max_deferrals,
+            last_pass_outcome=outcome,
+            last_pass_yielded_to=yielded_to,
         )
         context.log.info(decision.reason)
         if decision.launch:
             return dg.SensorResult(
                 run_requests=[
                     dg.RunRequest(
-                        run_key=f"audit:{now.isoformat()}",
-                        tags={"tradingmem/audit_trigger": decision.action},
+                        run_key=decision.run_key,
+                        tags={TRIGGER_TAG: decision.action},
                     )
                 ],
                 cursor=decision.state.to_cursor(),

@@ -307,4 +307,14 @@ def run_audit_pass(
     if not result.success:
         return result, None
     materializations = result.asset_materializations_for_node("methodology_audit_reports")
+    if not materializations:  # the pass yielded to a waiting learning run: no report
+        return result, None
     return result, str(materializations[0].metadata["pass_id"].value)
+
+
+def audit_yielded_to(instance: dg.DagsterInstance, run_id: str) -> str | None:
+    """The learning run an audit run yielded to (None: it did not yield)."""
+    from tradingmem_assets.defs.audit.yielding import YIELDED_TO_TAG
+
+    run = instance.get_run_by_id(run_id)
+    return run.tags.get(YIELDED_TO_TAG) if run is not None else None

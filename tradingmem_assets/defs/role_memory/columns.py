@@ -88,6 +88,79 @@ TABLES = (
             ("execution_id", "VARCHAR", "The trade execution (raw.trade_executions.execution_id)."),
             ("primary_run_id", "VARCHAR", "The primary evaluation run."),
             ("doc", "VARCHAR", "Text the recall ranks by (TF-IDF)."),
+            ("doc_id", "UBIGINT", "Fingerprint of the text (md5, upper 64 bits)."),
+            ("doc_no", "INTEGER", "The text's number within its role (main.role_recall_docs)."),
+            (
+                "base2",
+                "DOUBLE",
+                "Squared TF-IDF norm of the text in the role's current corpus (null when superseded).",
+            ),
+            ("tie", "BIGINT", "Order among equal scores: newest known first, then case id."),
+        ),
+    ),
+    TableDoc(
+        tables.ROLE_RECALL_DOCS,
+        "Recall's texts: one number per distinct text of a role, kept across rebuilds.",
+        (
+            ("role_id", "VARCHAR", "The role of the role registry (roles.yaml)."),
+            ("doc_id", "UBIGINT", "Fingerprint of the text (md5, upper 64 bits)."),
+            ("doc_no", "INTEGER", "The text's number within its role."),
+        ),
+    ),
+    TableDoc(
+        tables.ROLE_RECALL_TERMS,
+        "Recall's term index: the unigrams and bigrams of every text, with their sublinear frequency.",
+        (
+            ("role_id", "VARCHAR", "The role of the role registry (roles.yaml)."),
+            ("doc_no", "INTEGER", "The text (main.role_recall_docs.doc_no)."),
+            ("term", "VARCHAR", "A lower-cased token, or two neighbouring tokens joined by a space."),
+            ("s", "DOUBLE", "1 + ln(occurrences of the term in the text)."),
+        ),
+    ),
+    TableDoc(
+        tables.ROLE_RECALL_DF,
+        "Recall's document frequencies in each role's current corpus.",
+        (
+            ("role_id", "VARCHAR", "The role of the role registry (roles.yaml)."),
+            ("term", "VARCHAR", "A term of main.role_recall_terms."),
+            ("df", "HUGEINT", "How many currently recallable rows of the role contain the term."),
+        ),
+    ),
+    TableDoc(
+        tables.ROLE_RECALL_POSTINGS,
+        "Recall's postings of each role's current texts, sorted by role and term.",
+        (
+            ("role_id", "VARCHAR", "The role of the role registry (roles.yaml)."),
+            ("term", "VARCHAR", "A term of main.role_recall_terms."),
+            ("doc_no", "INTEGER", "A current text holding the term (main.role_recall_docs.doc_no)."),
+            ("s", "DOUBLE", "1 + ln(occurrences of the term in the text)."),
+        ),
+    ),
+    TableDoc(
+        tables.ROLE_RECALL_NORMS,
+        "Recall's squared TF-IDF norms of each role's current texts, before a query joins the fit.",
+        (
+            ("role_id", "VARCHAR", "The role of the role registry (roles.yaml)."),
+            ("doc_no", "INTEGER", "The text (main.role_recall_docs.doc_no)."),
+            ("base2", "DOUBLE", "Sum over the text's terms of (1 + ln tf)^2 * idf^2."),
+        ),
+    ),
+    TableDoc(
+        tables.ROLE_RECALL_ROLES,
+        "Recall's corpus size per role, and the instant from which its current state holds.",
+        (
+            ("role_id", "VARCHAR", "The role of the role registry (roles.yaml)."),
+            ("n", "BIGINT", "Currently recallable rows of the role."),
+            (
+                "stable_from",
+                "TIMESTAMP WITH TIME ZONE",
+                "The role's last validity change: reads at or after it use the stored statistics.",
+            ),
+            (
+                "corpus",
+                "HUGEINT",
+                "Fingerprint of the current texts: the statistics are recomputed when it changes.",
+            ),
         ),
     ),
     TableDoc(

@@ -6,7 +6,7 @@ the newest reflection known at ``T`` of the run that was the case's primary run 
 recallable classes (``missing_data`` / ``logic_error`` lessons and ``sound`` success patterns;
 ``variance`` and ``exogenous`` carry no guidance). Similarity only orders what passed the filters:
 TF-IDF fitted on the role's documents visible at ``T`` (recall_tfidf.py: scikit-learn's scores,
-computed set-based), so the same read on two warehouses that know the same past gives the same scores.
+computed from a stored term index), so the same read on two warehouses that know the same past gives the same scores.
 
 Speed: recall reads ``main.role_recall_index`` (rebuilt in the same transaction by every writer of
 role_cases / role_reflections), where each row already is "a recallable reflection, valid from the
@@ -24,7 +24,8 @@ from pathlib import Path
 import duckdb
 
 from tradingmem_assets.defs.role_memory.reasons import chain_eligible_sql
-from tradingmem_assets.defs.role_memory.recall_tfidf import ranked, rebuild_terms_and_stats
+from tradingmem_assets.defs.role_memory.recall_terms import rebuild_terms_and_stats
+from tradingmem_assets.defs.role_memory.recall_tfidf import ranked
 from tradingmem_assets.lib import tables
 from tradingmem_assets.lib.vocabulary import RECALLABLE_CLASSES
 from tradingmem_assets.lib.warehouse import connection, table_exists

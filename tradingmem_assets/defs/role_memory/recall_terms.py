@@ -1,0 +1,141 @@
+"""Recall's term index and the TF-IDF statistics of each role's current corpus (written side).
+
+Kept beside ``main.role_recall_index`` and brought in line by every rebuild of it:
+
+- ``role_recall_docs``: every distinct (role, text) gets a small number once (``doc_no``);
+- ``role_recall_terms``: the terms of each text with ``s = 1 + ln tf`` (only texts new to a role
+  are tokenized; texts no row carries any more are dropped);
+- for each role's current corpus (the rows with no end of validity): ``role_recall_roles`` (``n``,
+  the instant ``stable_from`` of its last validity change, a fingerprint of the corpus),
+  ``role_recall_df`` (per term: how many current rows hold it), ``role_recall_postings`` (the
+  terms of the current texts, sorted by role and term) and
+  ``role_recall_norms`` (``base2`` of each current text, copied onto the current index rows). Only
+  roles whose corpus fingerprint changed are recomputed.
+
+Terms are scikit-learn's for ``token_pattern=r"(?u)\\b\\w+\\b", ngram_range=(1, 2)``: maximal runs of
+letters, digits and ``_`` of the lower-cased text (RE2 ``[\\pL\\pN_]+`` is Python's ``\\w+``), then
+each pair of neighbouring tokens joined by one space. See recall_tfidf.py for the arithmetic.
+"""
+
+from __future__ import annotations
+
+import duckdb
+
+from tradingmem_assets.lib import tables
+
+INDEX = tables.ROLE_RECALL_INDEX
+DOCS = tables.ROLE_RECALL_DOCS
+TERMS = tables.ROLE_RECALL_TERMS
+POSTINGS = tables.ROLE_RECALL_POSTINGS
+NORMS = tables.ROLE_RECALL_NORMS
+DF = tables.ROLE_RECALL_DF
+ROLES = tables.ROLE_RECALL_ROLES
+
+TOKEN_RE2 = r"[\pL\pN_]+"
+
+
+def grams_sql(tokens: str) -> str:
+    """SQL: the unigrams then the neighbouring-token bigrams of a token list expression."""
+    return f"{tokens} || list_transform(range(1, len({tokens})), lambda i: {tokens}[i] || ' ' || {tokens}[i + 1])"
+
+
+def base2_sql(visible: str, df: str, n: str) -> str:
+    """SQL: (role_id, doc_no, base2) of the distinct texts of ``visible`` rows, under ``df`` (role_id,
+    term, df) and ``n`` (role_id, n): the squared norm of a text before the query joins the fit."""
+    return f"""
+SELECT p.role_id, p.doc_no, fsum(p.s * p.s * power(ln((z.n + 2.0) / (d.df + 1.0)) + 1, 2)) AS base2
+FROM (SELECT t.role_id, t.doc_no, t.term, t.s FROM {TERMS} t
+      SEMI JOIN (SELECT DISTINCT role_id, doc_no FROM {visible}) v ON v.role_id = t.role_id AND v.doc_no = t.doc_no) p
+JOIN {df} d ON d.role_id = p.role_id AND d.term = p.term
+JOIN {n} z ON z.role_id = p.role_id
+GROUP BY ALL
+"""
+
+
+_DDL = f"""
+CREATE TABLE IF NOT EXISTS {DOCS} (role_id VARCHAR, doc_id UBIGINT, doc_no INTEGER);
+CREATE TABLE IF NOT EXISTS {TERMS} (role_id VARCHAR, doc_no INTEGER, term VARCHAR, s DOUBLE);
+CREATE TABLE IF NOT EXISTS {POSTINGS} (role_id VARCHAR, term VARCHAR, doc_no INTEGER, s DOUBLE);
+CREATE TABLE IF NOT EXISTS {DF} (role_id VARCHAR, term VARCHAR, df HUGEINT);
+CREATE TABLE IF NOT EXISTS {NORMS} (role_id VARCHAR, doc_no INTEGER, base2 DOUBLE);
+CREATE TABLE IF NOT EXISTS {ROLES} (role_id VARCHAR, n BIGINT, stable_from TIMESTAMPTZ, corpus HUGEINT);
+"""
+
+_TERMS_SQL = f"""
+CREATE OR REPLACE TEMP TABLE _recall_gone AS
+SELECT role_id, doc_no FROM {DOCS} d
+WHERE NOT EXISTS (SELECT 1 FROM {INDEX} i WHERE i.role_id = d.role_id AND i.doc_id = d.doc_id);
+DELETE FROM {TERMS} t USING _recall_gone g WHERE t.role_id = g.role_id AND t.doc_no = g.doc_no;
+DELETE FROM {DOCS} d USING _recall_gone g WHERE d.role_id = g.role_id AND d.doc_no = g.doc_no;
+CREATE OR REPLACE TEMP TABLE _recall_new AS
+SELECT n.role_id, n.doc_id, n.doc,
+       (coalesce(m.top, 0) + row_number() OVER (PARTITION BY n.role_id ORDER BY n.doc_id))::INTEGER AS doc_no
+FROM (SELECT DISTINCT role_id, doc_id, doc FROM {INDEX} i
+      WHERE NOT EXISTS (SELECT 1 FROM {DOCS} d WHERE d.role_id = i.role_id AND d.doc_id = i.doc_id)) n
+LEFT JOIN (SELECT role_id, max(doc_no) AS top FROM {DOCS} GROUP BY role_id) m USING (role_id);
+INSERT INTO {DOCS} SELECT role_id, doc_id, doc_no FROM _recall_new;
+INSERT INTO {TERMS}
+SELECT role_id, doc_no, term, 1 + ln(count(*)) AS s
+FROM (SELECT role_id, doc_no, unnest({grams_sql("tok")}) AS term
+      FROM (SELECT role_id, doc_no, regexp_extract_all(doc, '{TOKEN_RE2}') AS tok FROM _recall_new))
+GROUP BY ALL;
+DROP TABLE _recall_new;
+DROP TABLE _recall_gone;
+UPDATE {INDEX} i SET doc_no = d.doc_no FROM {DOCS} d WHERE d.role_id = i.role_id AND d.doc_id = i.doc_id;
+"""
+
+# roles whose current corpus (the multiset of its current texts) changed since the last rebuild
+_CHANGED_SQL = f"""
+CREATE OR REPLACE TEMP TABLE _recall_roles AS
+SELECT role_id, count(*) FILTER (WHERE valid_to IS NULL) AS n,
+       max(greatest(valid_from, coalesce(valid_to, valid_from))) AS stable_from,
+       coalesce(sum(hash(doc_id)::HUGEINT) FILTER (WHERE valid_to IS NULL), 0) AS corpus
+FROM {INDEX} GROUP BY role_id;
+CREATE OR REPLACE TEMP TABLE _recall_changed AS
+SELECT role_id FROM _recall_roles r
+WHERE NOT EXISTS (SELECT 1 FROM {ROLES} o WHERE o.role_id = r.role_id AND o.n = r.n AND o.corpus = r.corpus)
+UNION SELECT role_id FROM {ROLES} o WHERE NOT EXISTS (SELECT 1 FROM _recall_roles r WHERE r.role_id = o.role_id);
+"""
+
+_CURRENT = (
+    f"(SELECT * FROM {INDEX} WHERE valid_to IS NULL AND role_id IN (SELECT role_id FROM _recall_changed))"
+)
+
+_STATS_SQL = f"""
+CREATE OR REPLACE TEMP TABLE _recall_current AS
+SELECT role_id, doc_no, count(*) AS rows FROM {_CURRENT} GROUP BY ALL;
+DELETE FROM {DF} WHERE role_id IN (SELECT role_id FROM _recall_changed);
+INSERT INTO {DF}
+SELECT t.role_id, t.term, sum(c.rows) AS df
+FROM _recall_current c JOIN {TERMS} t ON t.role_id = c.role_id AND t.doc_no = c.doc_no
+GROUP BY t.role_id, t.term;
+CREATE OR REPLACE TEMP TABLE _recall_postings AS
+SELECT * FROM {POSTINGS} WHERE role_id NOT IN (SELECT role_id FROM _recall_changed)
+UNION ALL
+SELECT t.role_id, t.term, t.doc_no, t.s FROM {TERMS} t
+SEMI JOIN _recall_current c ON c.role_id = t.role_id AND c.doc_no = t.doc_no;
+CREATE OR REPLACE TABLE {POSTINGS} AS  -- sorted by role and term: a read's term lookup skips the rest
+SELECT * FROM _recall_postings ORDER BY role_id, term;
+DROP TABLE _recall_postings;
+DELETE FROM {NORMS} WHERE role_id IN (SELECT role_id FROM _recall_changed);
+INSERT INTO {NORMS}
+{base2_sql("_recall_current", DF, "_recall_roles")};
+DELETE FROM {ROLES};
+INSERT INTO {ROLES} SELECT role_id, n, stable_from, corpus FROM _recall_roles;
+UPDATE {INDEX} i SET base2 = b.base2 FROM {NORMS} b
+WHERE i.valid_to IS NULL AND i.role_id = b.role_id AND i.doc_no = b.doc_no;
+DROP TABLE _recall_current;
+DROP TABLE _recall_changed;
+DROP TABLE _recall_roles;
+"""
+
+
+def _statements(script: str) -> list[str]:
+    return [s for s in (part.strip() for part in script.split(";\n")) if s]
+
+
+def rebuild_terms_and_stats(con: duckdb.DuckDBPyConnection) -> None:
+    """Bring the term index and the current-state statistics in line with a just rebuilt recall index."""
+    for script in (_DDL, _TERMS_SQL, _CHANGED_SQL, _STATS_SQL):
+        for statement in _statements(script):
+            con.execute(statement)
