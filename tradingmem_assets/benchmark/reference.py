@@ -142,8 +142,10 @@ def _load_sql(landing_dir: Path, table: str) -> str:
 
 
 def run_reference(landing_dir: Path, database: Path, as_of: datetime, roles: list[dict]) -> dict:
-    """Time the bare core on a fresh database file: load, evaluation, admission (seconds each)."""
+    """Time the bare core on a fresh database file (replaced if present): load, evaluation, admission."""
     timings: dict[str, float] = {}
+    for leftover in (database, database.with_name(database.name + ".wal")):
+        leftover.unlink(missing_ok=True)  # a scratch file: every timing starts from nothing
     with duckdb.connect(str(database)) as con:
         started = time.perf_counter()
         for table in TRADING_TABLES:

@@ -6,7 +6,7 @@ refuses a learning run that would move the warehouse back in time (SPEC section 
 
 import os
 from collections.abc import Iterator
-from contextlib import AbstractContextManager, contextmanager
+from contextlib import AbstractContextManager, ExitStack, contextmanager
 from datetime import datetime
 from pathlib import Path
 
@@ -50,6 +50,7 @@ class WarehouseResource(DuckDBResource):
     _as_of_ts: datetime | None = PrivateAttr(default=None)
 
     _run_id: str | None = PrivateAttr(default=None)
+    _anchor: ExitStack | None = PrivateAttr(default=None)
 
     def setup_for_execution(self, context: dg.InitResourceContext) -> None:
         # Fixed once per run, so every asset of a run agrees on "now".
@@ -58,8 +59,17 @@ class WarehouseResource(DuckDBResource):
         if run is None or context.instance is None:
             return  # built outside a run (a direct asset invocation in a test)
         kind = ledger.run_kind(run.job_name, _materialized_assets(context.instance, run))
-        if kind is None:
-            return
+        if kind is not None:
+            self._open_run(run, kind)
+        # One database instance for the whole run: while this connection is open, every step's
+        # connect() is a new connection to the same open instance (DuckDB's per-process cache),
+        # not a reopen of the file and a checkpoint at each close. The file stays locked by the
+        # run from its first step to its last, as DuckDB allows one writing process at a time.
+        Path(self.database).parent.mkdir(parents=True, exist_ok=True)
+        self._anchor = ExitStack()
+        self._anchor.enter_context(self.get_connection())
+
+    def _open_run(self, run: dg.DagsterRun, kind: str) -> None:
         with self._open() as con:
             try:
                 ledger.open_run(
@@ -75,11 +85,15 @@ class WarehouseResource(DuckDBResource):
         self._run_id = run.run_id
 
     def teardown_after_execution(self, context: dg.InitResourceContext) -> None:
-        if self._run_id is None or context.instance is None:
-            return
-        failures = context.instance.all_logs(self._run_id, of_type=dg.DagsterEventType.STEP_FAILURE)
-        with self._open() as con:
-            ledger.close_run(con, run_id=self._run_id, failed=bool(failures))
+        try:
+            if self._run_id is not None and context.instance is not None:
+                failures = context.instance.all_logs(self._run_id, of_type=dg.DagsterEventType.STEP_FAILURE)
+                with self._open() as con:
+                    ledger.close_run(con, run_id=self._run_id, failed=bool(failures))
+        finally:
+            if self._anchor is not None:
+                self._anchor.close()  # the last connection: DuckDB checkpoints the file
+                self._anchor = None
 
     @property
     def records_run(self) -> bool:
