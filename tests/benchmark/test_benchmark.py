@@ -17,3 +17,6 @@ def test_a_tiny_benchmark_reports_times_memory_recall_audit_and_the_bare_sql_rat
     assert bare["reference_s"] > 0 and bare["core_s"] > 0
     assert bare["ratio"] == round(bare["core_s"] / bare["reference_s"], 2)
     assert "bare_sql: " in format_report(report) and "ratio=" in format_report(report)
+    incremental = run["incremental"]
+    assert "error" not in incremental, incremental
+    assert 0 < incremental["replay_ratio"] < 1 and incremental["next_day_s"] > 0

@@ -49,6 +49,7 @@ def run_once(landing_dir: Path, database: Path, as_of: str) -> dict:
                 out[name] = {"error": f"{type(exc).__name__}: {exc}"}
         if "error" not in out["bare_sql"]:
             out["bare_sql"].update(core_ratio(out["step_s"], out["bare_sql"]))
+        out["incremental"] = _incremental(instance, database, landing_dir, as_of, report.seconds)
     out["peak_rss_mb"] = round(_peak_rss_mb(), 1)
     return out
 
@@ -102,7 +103,7 @@ def benchmark(
         "peak_rss_mb": statistics.median(r["peak_rss_mb"] for r in runs),
         "step_s": {k: statistics.median(r["step_s"].get(k, 0.0) for r in runs) for k in steps},
     }
-    for name in PROBES:
+    for name in (*PROBES, "incremental"):
         values = [r[name] for r in runs if isinstance(r.get(name), dict) and "error" not in r[name]]
         if values:
             median[name] = {k: statistics.median(v[k] for v in values) for k in values[0]}
@@ -127,7 +128,7 @@ def format_report(report: dict) -> str:
     ]
     for step, seconds in sorted(m["step_s"].items(), key=lambda kv: -kv[1]):
         lines.append(f"  {step:<45} {seconds:8.3f}")
-    for name in PROBES:
+    for name in (*PROBES, "incremental"):
         if name in m:
             lines.append(f"{name}: " + ", ".join(f"{k}={v}" for k, v in m[name].items()))
     return "\n".join(lines)
@@ -187,6 +188,23 @@ def _recall_latency(instance: Any, database: Path, landing_dir: Path, as_of: str
 
 
 CORE_STEPS = ("evaluation", "role_cases")
+
+
+def _incremental(instance: Any, database: Path, landing_dir: Path, as_of: str, full_s: float) -> dict:
+    """The main job again on the same landing files and as_of (a replay), then one day later."""
+    from datetime import datetime, timedelta
+
+    from tradingmem_assets.defs.operations.runs import run_main_job
+
+    out: dict = {}
+    next_day = (datetime.fromisoformat(as_of) + timedelta(days=1)).isoformat()
+    for name, when in (("replay", as_of), ("next_day", next_day)):
+        report = run_main_job(instance, database=str(database), landing_dir=str(landing_dir), as_of=when)
+        if not report.success:
+            return {"error": f"{name}: {report.error}"}
+        out[f"{name}_s"] = round(report.seconds, 3)
+        out[f"{name}_ratio"] = round(report.seconds / full_s, 3)
+    return out
 
 
 @probe("bare_sql")

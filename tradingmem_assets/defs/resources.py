@@ -15,8 +15,9 @@ import duckdb
 from dagster_duckdb import DuckDBResource
 from pydantic import Field, PrivateAttr
 
-from tradingmem_assets.defs.operations import ledger
+from tradingmem_assets.defs.operations import ledger, replay
 from tradingmem_assets.lib.registry import RoleRegistry, load_registry
+from tradingmem_assets.lib.tables import TRADING_MEMORY_JOB
 from tradingmem_assets.settings import (
     SETTINGS,
     default_as_of,
@@ -51,6 +52,8 @@ class WarehouseResource(DuckDBResource):
 
     _run_id: str | None = PrivateAttr(default=None)
     _anchor: ExitStack | None = PrivateAttr(default=None)
+    _inputs: str | None = PrivateAttr(default=None)
+    _replay_of: str | None = PrivateAttr(default=None)
 
     def setup_for_execution(self, context: dg.InitResourceContext) -> None:
         # Fixed once per run, so every asset of a run agrees on "now".
@@ -68,6 +71,22 @@ class WarehouseResource(DuckDBResource):
         Path(self.database).parent.mkdir(parents=True, exist_ok=True)
         self._anchor = ExitStack()
         self._anchor.enter_context(self.get_connection())
+        if kind == "learning":
+            self._inputs = replay.inputs_fingerprint(
+                as_of=self._as_of_ts,
+                landing_dir=Path(self.landing_dir),
+                settings=SETTINGS,
+                roles_file=Path(self.roles_file),
+            )
+            with self._open() as con:
+                self._replay_of = replay.replay_of(
+                    con, inputs=self._inputs, storage=replay.storage_fingerprint(con)
+                )
+
+    @property
+    def replay_of(self) -> str | None:
+        """The earlier run this one replays: same inputs, warehouse as that run left it (or None)."""
+        return self._replay_of
 
     def _open_run(self, run: dg.DagsterRun, kind: str) -> None:
         with self._open() as con:
@@ -90,6 +109,19 @@ class WarehouseResource(DuckDBResource):
                 failures = context.instance.all_logs(self._run_id, of_type=dg.DagsterEventType.STEP_FAILURE)
                 with self._open() as con:
                     ledger.close_run(con, run_id=self._run_id, failed=bool(failures))
+                    if (
+                        self._inputs is not None
+                        and not failures
+                        and context.dagster_run.job_name == TRADING_MEMORY_JOB
+                    ):
+                        con.execute("CHECKPOINT")  # the storage layout is read from the stored blocks
+                        replay.record(
+                            con,
+                            run_id=self._run_id,
+                            as_of=self.as_of_ts,
+                            inputs=self._inputs,
+                            storage=replay.storage_fingerprint(con),
+                        )
         finally:
             if self._anchor is not None:
                 self._anchor.close()  # the last connection: DuckDB checkpoints the file

@@ -1,5 +1,6 @@
 """Landing assets: one per landing table, each writing ``raw.<table>`` and its rows of ``raw_rejects``."""
 
+from collections.abc import Iterator
 from pathlib import Path
 
 import dagster as dg
@@ -19,13 +20,22 @@ ROWS_CONSERVED_CHECK = "rows_read_equal_accepted_plus_rejected"
 def _landing_asset(spec: LandingTable) -> dg.AssetsDefinition:
     key = dg.AssetKey(raw_key(spec.name))
 
-    @dg.asset(
-        metadata=declared_metadata(key.to_user_string()),
-        key=key,
-        group_name=tables.LANDING_GROUP,
-        kinds={"duckdb", "polars"},
-        description=f"{spec.description} Validated rows of landing file {spec.name}.parquet|csv.",
-        freshness_policy=feed_freshness(),
+    # A multi-asset of one asset, so that a replay (operations/replay.py) can end without a
+    # materialization and without its check: Dagster then skips everything downstream.
+    @dg.multi_asset(
+        name=f"raw__{spec.name}",
+        specs=[
+            dg.AssetSpec(
+                key,
+                metadata=declared_metadata(key.to_user_string()),
+                group_name=tables.LANDING_GROUP,
+                kinds={"duckdb", "polars"},
+                description=f"{spec.description} Validated rows of landing file {spec.name}.parquet|csv.",
+                freshness_policy=feed_freshness(),
+                skippable=True,
+            )
+        ],
+        can_subset=True,
         check_specs=[
             dg.AssetCheckSpec(
                 ROWS_CONSERVED_CHECK,
@@ -35,7 +45,22 @@ def _landing_asset(spec: LandingTable) -> dg.AssetsDefinition:
             )
         ],
     )
-    def _asset(context: dg.AssetExecutionContext, warehouse: WarehouseResource) -> dg.MaterializeResult:
+    def _asset(
+        context: dg.AssetExecutionContext, warehouse: WarehouseResource
+    ) -> Iterator[dg.MaterializeResult | dg.AssetObservation]:
+        if warehouse.replay_of is not None:
+            context.log.info(
+                f"replay of run {warehouse.replay_of}: raw.{spec.name} and everything after it are kept"
+            )
+            yield dg.AssetObservation(
+                asset_key=key,
+                metadata={
+                    "skipped": "unchanged inputs: same landing files, as_of, code and settings, and the "
+                    "warehouse is as that run left it",
+                    "replay_of": warehouse.replay_of,
+                },
+            )
+            return
         try:
             result = ingest_table(Path(warehouse.landing_dir), spec.name)
         except LandingFileError as exc:
@@ -58,7 +83,7 @@ def _landing_asset(spec: LandingTable) -> dg.AssetsDefinition:
             if result.rejected
             else []
         )
-        return dg.MaterializeResult(
+        yield dg.MaterializeResult(
             metadata={
                 **table_metadata(f"raw.{spec.name}", result.accepted),
                 "source_file": dg.MetadataValue.text(result.source_file or "(none: empty table)"),

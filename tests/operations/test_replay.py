@@ -1,0 +1,91 @@
+"""A second main job run on unchanged inputs is recognized by fingerprints and recomputes nothing;
+any change of a landing file, of the as_of or of a derived table by hand makes it compute again."""
+
+import dagster as dg
+import duckdb
+import pytest
+
+from tests.operations.test_ledger import RECORDS
+from tradingmem_assets.defs.operations import replay
+from tradingmem_assets.defs.operations.runs import run_main_job
+from tradingmem_assets.demo import write_demo_world
+from tradingmem_assets.lib import tables
+
+AS_OF = "2024-07-01T00:00:00Z"
+
+
+def _snapshot(db) -> dict[str, list]:
+    """Every derived table's rows, in a stable order."""
+    with duckdb.connect(str(db), read_only=True) as con:
+        names = [
+            f"{s}.{t}"
+            for s, t in con.execute(
+                "SELECT schema_name, table_name FROM duckdb_tables() WHERE schema_name IN ('main', 'raw')"
+            ).fetchall()
+            if f"{s}.{t}" not in replay.NOT_DERIVED and t not in RECORDS
+        ]
+        return {n: sorted(map(repr, con.execute(f"SELECT * FROM {n}").fetchall())) for n in names}
+
+
+def _run(instance, world_dir, as_of=AS_OF):
+    report = run_main_job(
+        instance, database=str(world_dir / "w.duckdb"), landing_dir=str(world_dir / "landing"), as_of=as_of
+    )
+    assert report.success, report.error
+    return report
+
+
+def _observations(instance, run_id) -> dict[str, dict]:
+    records = instance.all_logs(run_id, of_type=dg.DagsterEventType.ASSET_OBSERVATION)
+    return {
+        r.dagster_event.event_specific_data.asset_observation.asset_key.to_user_string(): {
+            k: v.value for k, v in r.dagster_event.event_specific_data.asset_observation.metadata.items()
+        }
+        for r in records
+    }
+
+
+@pytest.fixture
+def world(tmp_path):
+    write_demo_world(tmp_path / "landing", scale=0.002, seed=5)
+    return tmp_path
+
+
+def test_a_second_run_on_unchanged_inputs_skips_everything_and_says_why(world, instance):
+    first = _run(instance, world)
+    before = _snapshot(world / "w.duckdb")
+    second = _run(instance, world)
+    assert _snapshot(world / "w.duckdb") == before
+    observed = _observations(instance, second.run_id)
+    landing = [key for key in observed if key.startswith("raw/")]
+    assert landing and all(observed[k]["replay_of"] == first.run_id for k in landing)
+    assert all("unchanged inputs" in observed[k]["skipped"] for k in landing)
+    materialized = instance.all_logs(second.run_id, of_type=dg.DagsterEventType.ASSET_MATERIALIZATION)
+    assert materialized == []  # nothing downstream of the landing ran either
+    assert {"evaluation", "role_cases", "customer_profile"} <= {s.split(".")[0] for s in second.skipped_steps}
+    assert second.seconds < first.seconds
+    with duckdb.connect(str(world / "w.duckdb"), read_only=True) as con:
+        statuses = con.execute(f"SELECT status FROM {tables.WAREHOUSE_RUNS} ORDER BY started_at").fetchall()
+    assert statuses == [("ok",), ("ok",)]
+
+
+def test_a_changed_landing_file_a_later_as_of_or_a_hand_edit_is_computed_again(world, instance):
+    _run(instance, world)
+    with duckdb.connect(str(world / "w.duckdb")) as con:  # a hand edit of a derived table
+        con.execute(f"UPDATE {tables.ROLE_CASES} SET decision_text = 'edited' WHERE rowid = 0")
+    edited = _run(instance, world)
+    assert not _observations(instance, edited.run_id)
+    with duckdb.connect(str(world / "w.duckdb"), read_only=True) as con:
+        assert con.execute(
+            f"SELECT count(*) FROM {tables.ROLE_CASES} WHERE decision_text = 'edited'"
+        ).fetchall() == [(0,)]
+    later = _run(instance, world, as_of="2024-07-02T00:00:00Z")
+    assert not _observations(instance, later.run_id)
+    (world / "landing" / "trade_fills.parquet").write_bytes(
+        (world / "landing" / "trade_fills.parquet").read_bytes()
+    )
+    same_bytes = _run(instance, world, as_of="2024-07-02T00:00:00Z")  # rewritten, same content: a replay
+    assert _observations(instance, same_bytes.run_id)
+    write_demo_world(world / "landing", scale=0.002, seed=6)
+    changed = _run(instance, world, as_of="2024-07-02T00:00:00Z")
+    assert not _observations(instance, changed.run_id)
