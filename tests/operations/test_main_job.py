@@ -17,7 +17,13 @@ from tradingmem_assets.demo import DEMO_AS_OF
 REPO = Path(__file__).resolve().parents[2]
 SHARED_CHECKER = REPO.parent / "shared" / "contract" / "check_contract.py"
 # Tables that record runs rather than derive from inputs (SPEC section 13 excepts them).
-RUN_RECORDS = {"warehouse_runs", "methodology_cron_runs", "methodology_audit_reports", "llm_usage"}
+RUN_RECORDS = {
+    "warehouse_runs",
+    "run_inputs",
+    "methodology_cron_runs",
+    "methodology_audit_reports",
+    "llm_usage",
+}
 
 
 @pytest.fixture(scope="module")

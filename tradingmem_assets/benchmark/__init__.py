@@ -3,7 +3,7 @@
 Each repetition runs in a fresh subprocess (so peak RSS is that run's own) on a fresh warehouse;
 the report gives every repetition and the medians. Not a test: machines here are noisy.
 
-    tradingmem benchmark --scale 1 --repeat 3 [--json]
+    tradingmem benchmark --scale 1 --repeat 3 [--no-incremental] [--json]
 
 In each repetition, after the main job, the probes time the other targets: one audit pass, recall
 latency, and the bare DuckDB SQL reference of the admission + evaluation core (reference.py) on
@@ -29,7 +29,7 @@ def _peak_rss_mb() -> float:
     return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
 
 
-def run_once(landing_dir: Path, database: Path, as_of: str) -> dict:
+def run_once(landing_dir: Path, database: Path, as_of: str, incremental: bool = True) -> dict:
     """One repetition inside this process: the main job, then the probes of the other targets."""
     from tradingmem_assets.defs.operations.runs import run_main_job, scratch_instance
 
@@ -49,7 +49,8 @@ def run_once(landing_dir: Path, database: Path, as_of: str) -> dict:
                 out[name] = {"error": f"{type(exc).__name__}: {exc}"}
         if "error" not in out["bare_sql"]:
             out["bare_sql"].update(core_ratio(out["step_s"], out["bare_sql"]))
-        out["incremental"] = _incremental(instance, database, landing_dir, as_of, report.seconds)
+        if incremental:
+            out["incremental"] = _incremental(instance, database, landing_dir, as_of, report.seconds)
     out["peak_rss_mb"] = round(_peak_rss_mb(), 1)
     return out
 
@@ -66,7 +67,11 @@ def probe(name: str):
 
 
 def benchmark(
-    scale: float, repeats: int, workdir: Path | None = None, say: Callable[[str], None] = lambda _m: None
+    scale: float,
+    repeats: int,
+    workdir: Path | None = None,
+    say: Callable[[str], None] = lambda _m: None,
+    incremental: bool = True,
 ) -> dict:
     from tradingmem_assets.demo import DEMO_AS_OF, write_demo_world
 
@@ -90,6 +95,7 @@ def benchmark(
                 str(landing),
                 str(database),
                 DEMO_AS_OF.isoformat(),
+                *([] if incremental else ["--no-incremental"]),
             ],
             capture_output=True,
             text=True,

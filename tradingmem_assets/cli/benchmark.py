@@ -15,12 +15,20 @@ from tradingmem_assets.cli.common import json_option, progress
 )
 @click.option("--repeat", "repeats", type=click.IntRange(1, 20), default=3, show_default=True)
 @click.option("--workdir", type=click.Path(file_okay=False), default=None, help="Keep the data here.")
+@click.option(
+    "--incremental/--no-incremental",
+    default=True,
+    show_default=True,
+    help="Also time a replay (same files and as_of) and a run one day later.",
+)
 @json_option
-def benchmark_cmd(scale: float, repeats: int, workdir: str | None, as_json: bool):
+def benchmark_cmd(scale: float, repeats: int, workdir: str | None, incremental: bool, as_json: bool):
     """Generate data at a scale factor, run the main job REPEAT times, report medians."""
     from tradingmem_assets.benchmark import benchmark, format_report
 
-    report = benchmark(scale, repeats, Path(workdir) if workdir else None, say=progress(as_json))
+    report = benchmark(
+        scale, repeats, Path(workdir) if workdir else None, say=progress(as_json), incremental=incremental
+    )
     return report, format_report(report)
 
 

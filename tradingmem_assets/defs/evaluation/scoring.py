@@ -41,7 +41,7 @@ from datetime import datetime
 import duckdb
 import polars as pl
 
-from tradingmem_assets.defs.evaluation.versions import ALL_RUNS_SQL, FRESH_SQL, PRIMARIES_SQL
+from tradingmem_assets.defs.evaluation.versions import ALL_RUNS_SQL, FRESH_SQL, FRESH_VIEW_SQL, PRIMARIES_SQL
 from tradingmem_assets.lib import tables
 from tradingmem_assets.lib.warehouse import table_exists
 
@@ -277,7 +277,7 @@ scored AS (
            (s.benchmark_symbol IS NOT NULL AND (s.bench_in IS NULL OR s.bench_exit IS NULL)) AS benchmark_missing
     FROM states s
 )
-SELECT s.decision_id, s.execution_id, s.profile_id, s.benchmark_symbol, s.min_coverage, s.is_pending, s.known_at,
+SELECT s.gid, s.decision_id, s.execution_id, s.profile_id, s.benchmark_symbol, s.min_coverage, s.is_pending, s.known_at,
        s.state_vwap AS entry_price, s.exit_price, s.raw_return, s.benchmark_return,
        s.raw_return - s.benchmark_return AS excess_return,
        s.vol30 AS volatility, s.vol_n AS volatility_returns, s.coverage, s.missing_bars, s.benchmark_missing,
@@ -365,7 +365,7 @@ def evaluate(
         con.register("_ev_empty", pl.DataFrame(schema=RUNS_SCHEMA))
         con.execute("CREATE OR REPLACE TEMP TABLE _ev_previous AS SELECT * FROM _ev_empty").fetchall()
         con.unregister("_ev_empty")
-    for statement in (*_PIPELINE_SQL, FRESH_SQL, PRIMARIES_SQL, ALL_RUNS_SQL):
+    for statement in (*_PIPELINE_SQL, FRESH_SQL, FRESH_VIEW_SQL, PRIMARIES_SQL, ALL_RUNS_SQL):
         _run(con, statement, as_of, prev_bound)
 
 

@@ -8,38 +8,50 @@ was primary) and ``_ev_all`` (every run with its primary flag as of the run).
 # Version 0 once per (decision, profile); a settled state when no stored version has its hash,
 # numbered after the stored versions in the order the states became knowable.
 FRESH_SQL = """
-CREATE OR REPLACE TEMP TABLE _ev_fresh AS
+CREATE OR REPLACE TEMP TABLE _ev_fresh_keys AS
 WITH latest AS (
     SELECT decision_id, profile_id, max(run_version) AS latest_version FROM _ev_previous GROUP BY ALL
 ),
+-- decided on narrow keys (the measured rows are wide: sorting them would carry every column);
+-- gid (one per decision and profile in this run) stands for (decision_id, profile_id)
 candidates AS (
-    SELECT m.* FROM _ev_measured m
+    SELECT m.rowid AS rid, m.gid, m.decision_id, m.profile_id, m.inputs_hash, m.is_pending, m.known_at
+    FROM _ev_measured m
     WHERE m.is_pending
       AND NOT EXISTS (SELECT 1 FROM _ev_previous p WHERE p.decision_id = m.decision_id
                       AND p.profile_id = m.profile_id AND p.run_version = 0)
     UNION ALL
-    SELECT m.* FROM _ev_measured m
+    SELECT arg_min(m.rowid, m.known_at), m.gid, m.decision_id, m.profile_id, m.inputs_hash, m.is_pending,
+           min(m.known_at)
+    FROM _ev_measured m
     WHERE NOT m.is_pending
       AND NOT EXISTS (SELECT 1 FROM _ev_previous p WHERE p.decision_id = m.decision_id
                       AND p.profile_id = m.profile_id AND p.inputs_hash = m.inputs_hash)
-    QUALIFY row_number() OVER (PARTITION BY m.decision_id, m.profile_id, m.inputs_hash ORDER BY m.known_at) = 1
+    GROUP BY m.gid, m.decision_id, m.profile_id, m.inputs_hash, m.is_pending
 ),
 numbered AS (
-    SELECT c.* REPLACE (
-               CASE WHEN c.is_pending THEN NULL
-                    WHEN $prev_bound::TIMESTAMPTZ IS NOT NULL AND c.known_at <= $prev_bound::TIMESTAMPTZ
-                        THEN $as_of::TIMESTAMPTZ
-                    ELSE c.known_at END AS known_at),
+    SELECT c.rid, c.decision_id, c.profile_id,
+           CASE WHEN c.is_pending THEN NULL
+                WHEN $prev_bound::TIMESTAMPTZ IS NOT NULL AND c.known_at <= $prev_bound::TIMESTAMPTZ
+                    THEN $as_of::TIMESTAMPTZ
+                ELSE c.known_at END AS known_at,
            CASE WHEN c.is_pending THEN 0
                 ELSE coalesce(l.latest_version, 0) + row_number() OVER (
-                    PARTITION BY c.decision_id, c.profile_id, c.is_pending ORDER BY c.known_at, c.inputs_hash)
+                    PARTITION BY c.gid, c.is_pending ORDER BY c.known_at, c.inputs_hash)
            END::BIGINT AS run_version
     FROM candidates c LEFT JOIN latest l USING (decision_id, profile_id)
 )
-SELECT n.*,
+SELECT n.rid, n.known_at, n.run_version,
        'er_' || left(sha256(n.decision_id || '|' || n.profile_id || '|' || n.run_version::VARCHAR), 16) AS run_id,
        $as_of::TIMESTAMPTZ AS created_at
 FROM numbered n
+"""
+
+# the versions to append: a view, so the wide measured rows are never copied once more
+FRESH_VIEW_SQL = """
+CREATE OR REPLACE TEMP VIEW _ev_fresh AS
+SELECT m.* REPLACE (n.known_at AS known_at), n.run_version, n.run_id, n.created_at
+FROM _ev_fresh_keys n JOIN _ev_measured m ON m.rowid = n.rid
 """
 
 # Every interval a run was primary: the policy (version 0 from the execution, version 1 from its
