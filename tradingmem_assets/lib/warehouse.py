@@ -15,7 +15,7 @@ from pathlib import Path
 import duckdb
 import polars as pl
 
-RAW_SCHEMA = "raw"
+from tradingmem_assets.lib.tables import RAW_SCHEMA_NAME
 
 
 class WarehouseLockedError(RuntimeError):
@@ -51,7 +51,7 @@ def open_warehouse(
             delay = min(delay * 2, 2.0)
     con.execute("SET TimeZone = 'UTC'")
     if not read_only:
-        con.execute(f"CREATE SCHEMA IF NOT EXISTS {RAW_SCHEMA}")
+        con.execute(f"CREATE SCHEMA IF NOT EXISTS {RAW_SCHEMA_NAME}")
     return con
 
 

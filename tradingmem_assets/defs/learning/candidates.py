@@ -56,7 +56,7 @@ PROPOSAL_FACTS: dict[str, pl.DataType] = {
     "phases": pl.String(),
     "dedup_key": pl.String(),
 }
-BASE_SCHEMA = pl.Schema(
+CANDIDATE_BASE_DTYPES = pl.Schema(
     {
         **PROPOSAL_FACTS,
         "created_at": UTC_TS,
@@ -65,7 +65,7 @@ BASE_SCHEMA = pl.Schema(
         "source_output_id": pl.String(),
     }
 )
-CANDIDATE_EVENTS_SCHEMA = pl.Schema(
+CANDIDATE_EVENTS_DTYPES = pl.Schema(
     {
         "source_id": pl.String(),
         "methodology_id": pl.String(),
@@ -143,7 +143,7 @@ def _injection(proposal: Any, joined: str) -> dict[str, Any]:
 def parse_proposal(text: str | None) -> dict[str, Any]:
     """A proposal's normalized fields, its text for the injection scan, the scan's families
     (``injection``) and hits (``injection_hits``, JSON), and its validation problems."""
-    out: dict[str, Any] = {k: None for k in BASE_SCHEMA.names()}
+    out: dict[str, Any] = {k: None for k in CANDIDATE_BASE_DTYPES.names()}
     problems: list[str] = []
     try:
         body = json.loads(text) if text is not None else None
@@ -215,7 +215,7 @@ def parse_proposal(text: str | None) -> dict[str, Any]:
     return {**out, "scan_text": scan_text, **_injection(body, scan_text), "problems": problems}
 
 
-_PARSED_SCHEMA = pl.Schema(
+_PARSED_DTYPES = pl.Schema(
     {
         "proposed_methodology": pl.String(),
         "name": pl.String(),
@@ -246,8 +246,8 @@ def parse_candidates(proposals: pl.DataFrame) -> pl.DataFrame:
     rows = []
     for text in uniq:
         parsed = parse_proposal(text)
-        rows.append({"proposed_methodology": text, **{k: parsed.get(k) for k in _PARSED_SCHEMA.names()[1:]}})
-    parsed = pl.DataFrame(rows, schema=_PARSED_SCHEMA) if rows else pl.DataFrame(schema=_PARSED_SCHEMA)
+        rows.append({"proposed_methodology": text, **{k: parsed.get(k) for k in _PARSED_DTYPES.names()[1:]}})
+    parsed = pl.DataFrame(rows, schema=_PARSED_DTYPES) if rows else pl.DataFrame(schema=_PARSED_DTYPES)
     return proposals.join(parsed, on="proposed_methodology", how="left").sort(
         "started_at", "run_id", "output_id"
     )
@@ -344,8 +344,8 @@ def resolve_candidates(candidates: pl.DataFrame) -> CandidateResult:
             pl.col("output_id").alias("source_output_id"),
         )
         .join(stats, on="methodology_id", how="left")
-        .select(BASE_SCHEMA.names())
-        .cast(BASE_SCHEMA)  # type: ignore[arg-type]
+        .select(CANDIDATE_BASE_DTYPES.names())
+        .cast(CANDIDATE_BASE_DTYPES)  # type: ignore[arg-type]
         .sort("methodology_id")
     )
 
@@ -384,6 +384,6 @@ def resolve_candidates(candidates: pl.DataFrame) -> CandidateResult:
         .alias("detail"),
     )
     events = pl.concat(
-        [accepted_events.cast(CANDIDATE_EVENTS_SCHEMA), rejected_events.cast(CANDIDATE_EVENTS_SCHEMA)]
+        [accepted_events.cast(CANDIDATE_EVENTS_DTYPES), rejected_events.cast(CANDIDATE_EVENTS_DTYPES)]
     )  # type: ignore[arg-type]
     return CandidateResult(base=base, events=events.sort("ts", "source_id"))

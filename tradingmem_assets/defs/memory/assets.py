@@ -135,7 +135,7 @@ def memory_promotion(context: dg.AssetExecutionContext, warehouse: WarehouseReso
         metadata={
             **table_metadata(
                 tables.MEMORY_PROMOTIONS,
-                pl.DataFrame(schema=promotion.MEMORY_PROMOTIONS_SCHEMA),
+                pl.DataFrame(schema=promotion.MEMORY_PROMOTIONS_DTYPES),
                 row_count=promotions,
             ),
             "as_of": as_of.isoformat(),
@@ -149,7 +149,7 @@ def memory_promotion(context: dg.AssetExecutionContext, warehouse: WarehouseReso
         asset_key="user_facts",
         metadata={
             **table_metadata(
-                tables.USER_FACTS, pl.DataFrame(schema=promotion.USER_FACTS_SCHEMA), row_count=facts
+                tables.USER_FACTS, pl.DataFrame(schema=promotion.USER_FACTS_DTYPES), row_count=facts
             ),
             "critical_facts": critical,
             "customers_with_facts": customers,

@@ -126,7 +126,7 @@ def customer_profile(context: dg.AssetExecutionContext, warehouse: WarehouseReso
             con.execute(f"CREATE OR REPLACE TEMP TABLE {EXPECTED} AS {expected}", [as_of])
             profile_validation = validate_by_customer(
                 con,
-                schemas.FIN_CUSTOMER_PROFILE_SCHEMA,
+                schemas.FIN_CUSTOMER_PROFILE_INVARIANTS,
                 profile_checked_sql,
                 customer_ranges(con, BUILD, CHUNK_SIZE),
             )
@@ -144,7 +144,7 @@ def customer_profile(context: dg.AssetExecutionContext, warehouse: WarehouseReso
             superseded, appended = supersede_and_append(con, BUILD, as_of)
             removed = remove_vanished(con, BUILD)
             snapshot_validation = validate(
-                schemas.PROFILE_SNAPSHOTS_SCHEMA, read_frame(con, SNAPSHOTS_CHECKED_SQL)
+                schemas.PROFILE_SNAPSHOTS_INVARIANTS, read_frame(con, SNAPSHOTS_CHECKED_SQL)
             )
             yield from refuse_write(
                 snapshot_validation, "profile_snapshots", [(schemas.ONE_CURRENT_CHECK, "profile_snapshots")]
@@ -165,7 +165,7 @@ def customer_profile(context: dg.AssetExecutionContext, warehouse: WarehouseReso
         metadata={
             **table_metadata(
                 tables.FIN_CUSTOMER_PROFILE,
-                pl.DataFrame(schema=fields.PROFILE_SCHEMA),
+                pl.DataFrame(schema=fields.FIN_CUSTOMER_PROFILE_DTYPES),
                 row_count=counts["profiles"],
             ),
             "as_of": as_of.isoformat(),
@@ -188,7 +188,7 @@ def customer_profile(context: dg.AssetExecutionContext, warehouse: WarehouseReso
         metadata={
             **table_metadata(
                 tables.PROFILE_SNAPSHOTS,
-                pl.DataFrame(schema=snapshots.SNAPSHOTS_SCHEMA),
+                pl.DataFrame(schema=snapshots.PROFILE_SNAPSHOTS_DTYPES),
                 row_count=counts["snapshots"],
             ),
             "appended_versions": appended,
@@ -270,7 +270,7 @@ def customer_kb(warehouse: WarehouseResource):
         )
         kb = knowledge_base.customer_kb(documents)
         source = read_frame(con, "SELECT doc_id, visibility AS source_visibility FROM raw.kb_documents")
-        validation = validate(schemas.CUSTOMER_KB_SCHEMA, kb.join(source, on="doc_id", how="left"))
+        validation = validate(schemas.CUSTOMER_KB_INVARIANTS, kb.join(source, on="doc_id", how="left"))
         yield from refuse_write(validation, "customer_kb", [(schemas.KB_CHECK, "customer_kb")])
         with transaction(con):
             replace_table(con, tables.CUSTOMER_KB, kb)
