@@ -130,8 +130,10 @@ def _module_constants(path: Path) -> list[tuple[str, ast.expr]]:
 def _call_name(value: ast.expr) -> str:
     """``pl.Schema`` for ``pl.Schema(...)``, ``pa.DataFrameSchema`` for ``pa.DataFrameSchema(...)``,
     and so on through ``.add_columns(...)``-style chains; "" for anything else."""
-    while isinstance(value, ast.Call) and isinstance(value.func, ast.Attribute) and isinstance(
-        value.func.value, ast.Call
+    while (
+        isinstance(value, ast.Call)
+        and isinstance(value.func, ast.Attribute)
+        and isinstance(value.func.value, ast.Call)
     ):
         value = value.func.value
     if isinstance(value, ast.Call):
@@ -146,7 +148,10 @@ def _rel(path: Path) -> str:
 def test_no_constant_is_called_a_schema():
     """A Polars dtype schema is ``<TABLE>_DTYPES``, a Pandera schema ``<TABLE>_INVARIANTS``."""
     offenders = [
-        f"{_rel(path)}: {name}" for path in _modules() for name, _ in _module_constants(path) if name.endswith("_SCHEMA")
+        f"{_rel(path)}: {name}"
+        for path in _modules()
+        for name, _ in _module_constants(path)
+        if name.endswith("_SCHEMA")
     ]
     assert offenders == [], f"name them _DTYPES (Polars) or _INVARIANTS (Pandera): {offenders}"
 
@@ -160,7 +165,9 @@ def test_polars_schemas_are_dtypes_and_pandera_schemas_are_invariants():
                 offenders.append(f"{_rel(path)}: {name} is a pl.Schema")
             chain = ast.unparse(value) if isinstance(value, ast.Call) else ""
             is_pandera = call == "pa.DataFrameSchema" or (
-                chain.endswith(")") and ".add_columns(" in chain and chain.split(".", 1)[0].endswith("_INVARIANTS")
+                chain.endswith(")")
+                and ".add_columns(" in chain
+                and chain.split(".", 1)[0].endswith("_INVARIANTS")
             )
             if is_pandera and not name.endswith("_INVARIANTS"):
                 offenders.append(f"{_rel(path)}: {name} is a Pandera DataFrameSchema")

@@ -16,8 +16,8 @@ from dagster._core.remote_origin import (  # real queued run records need an ori
 
 from tradingmem_assets.defs.audit.scheduling import SchedulerState, decide
 from tradingmem_assets.defs.audit.sensors import (
-    SORTED_LEARNING_JOB_NAMES,
     SCHEDULER_NAME,
+    SORTED_LEARNING_JOB_NAMES,
     build_audit_scheduler,
     methodology_audit_scheduler,
 )

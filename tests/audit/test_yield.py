@@ -30,8 +30,8 @@ from tradingmem_assets.defs.audit.checks import AUDIT_ASSET_KEY
 from tradingmem_assets.defs.audit.scheduling import SchedulerState
 from tradingmem_assets.defs.audit.sensors import SCHEDULER_NAME, build_audit_scheduler
 from tradingmem_assets.defs.audit.yielding import (
-    IMPLICIT_ASSET_JOB,
     AUDIT_TRIGGER_TAG,
+    IMPLICIT_ASSET_JOB,
     YIELDED_TO_TAG,
     RunSeen,
     is_learning_run,

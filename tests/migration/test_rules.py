@@ -34,7 +34,9 @@ def t(text: str) -> datetime:
 
 def legacy(*rows: dict) -> pl.DataFrame:
     return pl.DataFrame(
-        [{c: r.get(c) for c in LEGACY_ROLE_MEMORY_DTYPES.names()} for r in rows], schema=LEGACY_ROLE_MEMORY_DTYPES, orient="row"
+        [{c: r.get(c) for c in LEGACY_ROLE_MEMORY_DTYPES.names()} for r in rows],
+        schema=LEGACY_ROLE_MEMORY_DTYPES,
+        orient="row",
     )
 
 

@@ -337,7 +337,9 @@ def test_snapshot_red_lines_fail_on_two_currents_a_gap_or_a_stale_current():
     gap = snapshot_meta([("s1", "c1", 1, h1, False, h2), ("s3", "c1", 3, h2, True, h2)])
     assert "versions_1_to_n_without_gaps" in failed_checks(schemas.PROFILE_SNAPSHOTS_INVARIANTS, gap)
     stale = snapshot_meta([("s1", "c1", 1, h1, True, h2)])
-    assert "current_snapshot_matches_the_profile" in failed_checks(schemas.PROFILE_SNAPSHOTS_INVARIANTS, stale)
+    assert "current_snapshot_matches_the_profile" in failed_checks(
+        schemas.PROFILE_SNAPSHOTS_INVARIANTS, stale
+    )
 
 
 def test_kb_red_line_fails_on_an_internal_document():

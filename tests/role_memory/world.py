@@ -14,7 +14,11 @@ from datetime import UTC, datetime, timedelta
 import duckdb
 import polars as pl
 
-from tradingmem_assets.defs.evaluation.scoring import EVALUATION_COMPONENTS_DTYPES, EVALUATION_RUNS_DTYPES, run_id_for
+from tradingmem_assets.defs.evaluation.scoring import (
+    EVALUATION_COMPONENTS_DTYPES,
+    EVALUATION_RUNS_DTYPES,
+    run_id_for,
+)
 from tradingmem_assets.defs.landing.invariants import LANDING_TABLES
 
 SYMBOL = "AAA"
@@ -243,7 +247,9 @@ def load_runs(con: duckdb.DuckDBPyConnection, runs: list[dict]) -> None:
             {"run_id": run_id, "component": "volatility", "value": r.get("volatility"), "quality_flag": "ok"}
         )
     runs_frame = (
-        pl.DataFrame(rows, schema=EVALUATION_RUNS_DTYPES, orient="row") if rows else pl.DataFrame(schema=EVALUATION_RUNS_DTYPES)
+        pl.DataFrame(rows, schema=EVALUATION_RUNS_DTYPES, orient="row")
+        if rows
+        else pl.DataFrame(schema=EVALUATION_RUNS_DTYPES)
     )
     comps_frame = (
         pl.DataFrame(comps, schema=EVALUATION_COMPONENTS_DTYPES, orient="row")

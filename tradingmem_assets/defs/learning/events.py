@@ -72,7 +72,11 @@ def case_hints(
         .alias("methodology_exists"),
         pl.col("run_id").is_in(run_ids.implode()).alias("run_exists"),
     )
-    return hinted.select(METHODOLOGY_CASE_HINTS_DTYPES.names()).cast(METHODOLOGY_CASE_HINTS_DTYPES).sort("injected_at", "injection_id")  # type: ignore[arg-type]
+    return (
+        hinted.select(METHODOLOGY_CASE_HINTS_DTYPES.names())
+        .cast(METHODOLOGY_CASE_HINTS_DTYPES)
+        .sort("injected_at", "injection_id")
+    )  # type: ignore[arg-type]
 
 
 def all_events(candidate_events: pl.DataFrame, outcome_evts: pl.DataFrame) -> pl.DataFrame:

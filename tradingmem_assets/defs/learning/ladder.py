@@ -166,7 +166,11 @@ def reflect_runs(
         pl.when(pl.col("status") == "scored").then(pl.col("action")).alias("action"),
     )
     out = out.with_columns(pl.col("recorded_at").alias("known_at"))  # started_at + window
-    return out.select(INSTITUTION_REFLECTIONS_DTYPES.names()).cast(INSTITUTION_REFLECTIONS_DTYPES).sort("run_id", "window")  # type: ignore[arg-type]
+    return (
+        out.select(INSTITUTION_REFLECTIONS_DTYPES.names())
+        .cast(INSTITUTION_REFLECTIONS_DTYPES)
+        .sort("run_id", "window")
+    )  # type: ignore[arg-type]
 
 
 def build_cases(reflections: pl.DataFrame, citations: pl.DataFrame, base: pl.DataFrame) -> pl.DataFrame:
@@ -182,7 +186,11 @@ def build_cases(reflections: pl.DataFrame, citations: pl.DataFrame, base: pl.Dat
     cases = hashed_ids(cases, "case_id", "mc_", ["run_id", "window", "methodology_id"]).with_columns(
         pl.col("recorded_at").alias("known_at")  # the run's started_at + window (SPEC section 16)
     )
-    return cases.select(METHODOLOGY_CASES_DTYPES.names()).cast(METHODOLOGY_CASES_DTYPES).sort("recorded_at", "case_id")  # type: ignore[arg-type]
+    return (
+        cases.select(METHODOLOGY_CASES_DTYPES.names())
+        .cast(METHODOLOGY_CASES_DTYPES)
+        .sort("recorded_at", "case_id")
+    )  # type: ignore[arg-type]
 
 
 # --------------------------------------------------------------------------------------- fold

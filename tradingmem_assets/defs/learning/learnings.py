@@ -70,7 +70,9 @@ LEARNING_REVIEWS_DTYPES = pl.Schema(
         "learning_id": pl.String(),
     }
 )
-LEARNING_DELETIONS_DTYPES = pl.Schema({"learning_id": pl.String(), "deleted_at": UTC_TS, "reason": pl.String()})
+LEARNING_DELETIONS_DTYPES = pl.Schema(
+    {"learning_id": pl.String(), "deleted_at": UTC_TS, "reason": pl.String()}
+)
 LEARNING_FEEDBACK_REPORT_DTYPES = pl.Schema(
     {"feedback_id": pl.String(), "learning_id": pl.String(), "ts": UTC_TS, "status": pl.String()}
 )
@@ -312,5 +314,7 @@ def build_learnings(
         pl.col("tool_names").list.join(",").alias("tool_names"),
     )
     learnings = out.select(LEARNINGS_DTYPES.names()).cast(LEARNINGS_DTYPES).sort("learning_id")  # type: ignore[arg-type]
-    fb_report = fb_report.select(LEARNING_FEEDBACK_REPORT_DTYPES.names()).cast(LEARNING_FEEDBACK_REPORT_DTYPES)  # type: ignore[arg-type]
+    fb_report = fb_report.select(LEARNING_FEEDBACK_REPORT_DTYPES.names()).cast(
+        LEARNING_FEEDBACK_REPORT_DTYPES
+    )  # type: ignore[arg-type]
     return LearningBuild(learnings=learnings, reviews=reviews, feedback=fb_report)

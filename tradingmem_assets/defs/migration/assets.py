@@ -40,7 +40,11 @@ from tradingmem_assets.defs.migration.checks import (
     failures_as_validation,
     validation_result,
 )
-from tradingmem_assets.defs.migration.classification import MIGRATED_ROLE_CASES_DTYPES, MIGRATION_REJECTS_DTYPES, classify
+from tradingmem_assets.defs.migration.classification import (
+    MIGRATED_ROLE_CASES_DTYPES,
+    MIGRATION_REJECTS_DTYPES,
+    classify,
+)
 from tradingmem_assets.defs.migration.conservation import (
     MIGRATION_CONSERVATION_REPORT_DTYPES,
     conservation_report,
@@ -48,8 +52,8 @@ from tradingmem_assets.defs.migration.conservation import (
     partition_counts,
 )
 from tradingmem_assets.defs.migration.invariants import (
-    MIGRATION_CONSERVATION_REPORT_INVARIANTS,
     MIGRATION_BACKUPS_INVARIANTS,
+    MIGRATION_CONSERVATION_REPORT_INVARIANTS,
     MIGRATION_REJECTS_INVARIANTS,
     migrated_role_cases_schema,
 )
@@ -286,7 +290,9 @@ def migration_conservation_report(context: dg.AssetExecutionContext, warehouse: 
         # The report is the finding: it is written even when a partition is not conserved, so the
         # operator can read why; the blocking check below then stops the run.
         with transaction(con):
-            _replace_partitions(con, tables.MIGRATION_CONSERVATION_REPORT, MIGRATION_CONSERVATION_REPORT_DTYPES, keys, report)
+            _replace_partitions(
+                con, tables.MIGRATION_CONSERVATION_REPORT, MIGRATION_CONSERVATION_REPORT_DTYPES, keys, report
+            )
     validation = validate(MIGRATION_CONSERVATION_REPORT_INVARIANTS, report)
     bad = report.filter(~pl.col("conserved")).select("partition_key", "detail")
     result = validation_result(CONSERVATION_CHECK, validation, REPORT_ASSET)

@@ -26,9 +26,9 @@ from tradingmem_assets.defs.profile.basis import (
 from tradingmem_assets.defs.profile.fields import (
     BEHAVIOR_WINDOW,
     FACT_PREFIXES,
+    FIN_CUSTOMER_PROFILE_DTYPES,
     FREQUENCY_WINDOW,
     PROFILE_FIELDS,
-    FIN_CUSTOMER_PROFILE_DTYPES,
     SUITABILITY_CONFLICT_TAG,
     self_reports,
 )

@@ -42,7 +42,9 @@ def role_cases_invariants(warehouse: WarehouseResource) -> dg.AssetCheckResult:
     with warehouse.connect() as con:
         if not table_exists(con, tables.ROLE_CASES):
             return _missing(ROLE_CASES_INVARIANTS_CHECK, tables.ROLE_CASES)
-        validation = validate_relation(schemas.ROLE_CASES_INVARIANTS, with_chain(con), schemas.ROLE_CASES_OPAQUE)
+        validation = validate_relation(
+            schemas.ROLE_CASES_INVARIANTS, with_chain(con), schemas.ROLE_CASES_OPAQUE
+        )
     return check_result(ROLE_CASES_INVARIANTS_CHECK, validation)
 
 
@@ -88,5 +90,6 @@ def role_stats_consistent(warehouse: WarehouseResource) -> dg.AssetCheckResult:
             return _missing(ROLE_STATS_CONSISTENT_CHECK, tables.ROLE_STATS)
         frame = read_frame(con, "SELECT * FROM main.role_stats ORDER BY role_id")
     return check_result(
-        ROLE_STATS_CONSISTENT_CHECK, validate(schemas.ROLE_STATS_INVARIANTS, frame.cast({"win_rate": pl.Float64}))
+        ROLE_STATS_CONSISTENT_CHECK,
+        validate(schemas.ROLE_STATS_INVARIANTS, frame.cast({"win_rate": pl.Float64})),
     )

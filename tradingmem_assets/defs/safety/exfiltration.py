@@ -187,4 +187,7 @@ EXFILTRATION_GATES: dict[str, list[Gate]] = {
         ),
     ],
 }
-EXFILTRATION_PATTERNS: dict[str, list[str]] = {"prompt_exfiltration": _EXFIL_EN, "markdown_exfiltration": _MD_EN}
+EXFILTRATION_PATTERNS: dict[str, list[str]] = {
+    "prompt_exfiltration": _EXFIL_EN,
+    "markdown_exfiltration": _MD_EN,
+}
