@@ -46,14 +46,7 @@ INITIAL_CONFIDENCE = 0.1
 # what a methodology's first accepted proposal says of it (also the head of the stored table)
 PROPOSAL_FACTS: dict[str, pl.DataType] = {
     "methodology_id": pl.String(),
-    "name": pl.String(),
-    "description": pl.String(),
-    "direction": pl.String(),
-    "primary_signal": pl.String(),
-    "timeframe": pl.String(),
-    "indicators": pl.String(),
-    "asset_class": pl.String(),
-    "phases": pl.String(),
+    **{field: pl.String() for field in v.METHODOLOGY_PROPOSAL_FIELDS},
     "dedup_key": pl.String(),
 }
 CANDIDATE_BASE_DTYPES = pl.Schema(
@@ -218,14 +211,7 @@ def parse_proposal(text: str | None) -> dict[str, Any]:
 _PARSED_DTYPES = pl.Schema(
     {
         "proposed_methodology": pl.String(),
-        "name": pl.String(),
-        "description": pl.String(),
-        "direction": pl.String(),
-        "primary_signal": pl.String(),
-        "timeframe": pl.String(),
-        "indicators": pl.String(),
-        "asset_class": pl.String(),
-        "phases": pl.String(),
+        **{field: pl.String() for field in v.METHODOLOGY_PROPOSAL_FIELDS},
         "dedup_key": pl.String(),
         "scan_text": pl.String(),
         "injection": pl.List(pl.String()),
@@ -331,14 +317,7 @@ def resolve_candidates(candidates: pl.DataFrame) -> CandidateResult:
     base = (
         created.select(
             "methodology_id",
-            "name",
-            "description",
-            "direction",
-            "primary_signal",
-            "timeframe",
-            "indicators",
-            "asset_class",
-            "phases",
+            *v.METHODOLOGY_PROPOSAL_FIELDS,
             "dedup_key",
             pl.col("started_at").alias("created_at"),
             pl.col("output_id").alias("source_output_id"),
