@@ -10,18 +10,26 @@ import polars as pl
 from tradingmem_assets.defs.learning.heartbeat import write_heartbeat
 from tradingmem_assets.defs.learning.invariants import (
     LEARNINGS_INVARIANTS,
-)
-from tradingmem_assets.defs.learning.invariants import (
     METHODOLOGY_LIFECYCLE_EVENTS_INVARIANTS,
     methodologies_schema,
     methodology_cases_schema,
 )
 from tradingmem_assets.defs.learning.ladder import build_methodology_state
-from tradingmem_assets.defs.learning.learnings import LEARNING_DELETIONS_DTYPES, LEARNINGS_DTYPES, build_learnings
+from tradingmem_assets.defs.learning.learnings import (
+    LEARNING_DELETIONS_DTYPES,
+    LEARNINGS_DTYPES,
+    build_learnings,
+)
 from tradingmem_assets.defs.learning.tiers import load_tool_tiers
 from tradingmem_assets.defs.resources import WarehouseResource
 from tradingmem_assets.lib import tables
-from tradingmem_assets.lib.dagster_kit import check_result, declared_metadata, feed_freshness, table_metadata
+from tradingmem_assets.lib.dagster_kit import (
+    check_result,
+    declared_metadata,
+    feed_freshness,
+    table_asset,
+    table_metadata,
+)
 from tradingmem_assets.lib.tables import raw_key
 from tradingmem_assets.lib.validation import validate
 from tradingmem_assets.lib.warehouse import (
@@ -292,12 +300,10 @@ def methodology_ladder(context: dg.AssetExecutionContext, warehouse: WarehouseRe
 # --------------------------------------------------------------------------------------- heartbeat
 
 
-@dg.asset(
-    metadata=declared_metadata(tables.HEARTBEAT_ASSET),
-    name=tables.HEARTBEAT_ASSET,
-    group_name=tables.LEARNING_GROUP,
+@table_asset(
+    tables.HEARTBEAT_ASSET,
+    group=tables.LEARNING_GROUP,
     deps=[*tables.LEARNINGS_ASSETS, *tables.METHODOLOGY_ASSETS],
-    kinds=ASSET_KINDS,
     description="Heartbeat of the learning loop: one row per learning run (ok here, failed from a hook).",
     freshness_policy=feed_freshness(),
 )

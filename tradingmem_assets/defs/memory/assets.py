@@ -7,7 +7,13 @@ from tradingmem_assets.defs.memory import promotion, sessions
 from tradingmem_assets.defs.profile import invariants as schemas
 from tradingmem_assets.defs.resources import WarehouseResource
 from tradingmem_assets.lib import tables
-from tradingmem_assets.lib.dagster_kit import check_result, declared_metadata, refuse_write, table_metadata
+from tradingmem_assets.lib.dagster_kit import (
+    check_result,
+    declared_metadata,
+    refuse_write,
+    table_asset,
+    table_metadata,
+)
 from tradingmem_assets.lib.dtypes import as_utc
 from tradingmem_assets.lib.tables import raw_key
 from tradingmem_assets.lib.validation import validate
@@ -15,11 +21,10 @@ from tradingmem_assets.lib.warehouse import read_columns, read_frame, replace_ta
 from tradingmem_assets.settings import SETTINGS
 
 
-@dg.asset(
-    metadata=declared_metadata("session_contexts"),
-    group_name=tables.PROFILE_GROUP,
+@table_asset(
+    "session_contexts",
+    group=tables.PROFILE_GROUP,
     deps=[raw_key("conversation_message")],
-    kinds={"duckdb", "polars"},
     description="Short-term memory: the newest messages (<= 4096 tokens) of each session active at as_of; "
     "never an input of the profile.",
     check_specs=[

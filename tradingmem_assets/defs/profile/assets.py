@@ -21,7 +21,13 @@ from tradingmem_assets.defs.profile.writes import (
 )
 from tradingmem_assets.defs.resources import WarehouseResource
 from tradingmem_assets.lib import tables
-from tradingmem_assets.lib.dagster_kit import check_result, declared_metadata, refuse_write, table_metadata
+from tradingmem_assets.lib.dagster_kit import (
+    check_result,
+    declared_metadata,
+    refuse_write,
+    table_asset,
+    table_metadata,
+)
 from tradingmem_assets.lib.sql_json import sql_literal
 from tradingmem_assets.lib.tables import raw_key
 from tradingmem_assets.lib.validation import customer_ranges, validate, validate_by_customer
@@ -218,11 +224,11 @@ ORDER BY customer_id
 """
 
 
-@dg.asset(
-    metadata=declared_metadata("advisor_customer_view"),
-    group_name=tables.PROFILE_GROUP,
+@table_asset(
+    "advisor_customer_view",
+    group=tables.PROFILE_GROUP,
+    kinds=frozenset({"duckdb"}),
     deps=["fin_customer_profile"],
-    kinds={"duckdb"},
     description="What advisors and risk see: the current profile only (never memory_unit), with the "
     "suitability ceiling (C1->R1 ... C5->R5) and the conflict flag.",
 )
@@ -248,11 +254,10 @@ def advisor_customer_view(warehouse: WarehouseResource) -> dg.MaterializeResult:
     )
 
 
-@dg.asset(
-    metadata=declared_metadata("customer_kb"),
-    group_name=tables.PROFILE_GROUP,
+@table_asset(
+    "customer_kb",
+    group=tables.PROFILE_GROUP,
     deps=[raw_key("kb_documents")],
-    kinds={"duckdb", "polars"},
     description="The customer-facing knowledge base: public kb_documents only.",
     check_specs=[
         dg.AssetCheckSpec(

@@ -31,7 +31,7 @@ from tradingmem_assets.defs.role_memory.stats import role_stats
 from tradingmem_assets.defs.role_memory.writes import UNCHANGED, write_cases
 from tradingmem_assets.lib import tables
 from tradingmem_assets.lib.budget import BudgetTracker, ensure_usage_table
-from tradingmem_assets.lib.dagster_kit import declared_metadata, table_metadata
+from tradingmem_assets.lib.dagster_kit import table_asset, table_metadata
 from tradingmem_assets.lib.tables import raw_key
 from tradingmem_assets.lib.validation import Validation, validate
 from tradingmem_assets.lib.warehouse import replace_table, scalar, table_exists, transaction
@@ -102,11 +102,9 @@ def _counts_md(con, sql: str) -> dg.MetadataValue:
     return dg.MetadataValue.md("\n".join(f"- `{k}`: {n}" for k, n in rows))
 
 
-@dg.asset(
-    metadata=declared_metadata("role_cases"),
-    name="role_cases",
-    group_name=tables.ROLE_MEMORY_GROUP,
-    kinds={"duckdb", "polars"},
+@table_asset(
+    "role_cases",
+    group=tables.ROLE_MEMORY_GROUP,
     deps=ROLE_CASES_INPUTS,
     output_required=False,
     description="Fail-closed admission of every decision that names a role, with all reasons that apply.",
@@ -168,11 +166,9 @@ def make_reflector(con) -> Reflector:
     return LLMReflector(client)
 
 
-@dg.asset(
-    metadata=declared_metadata("role_reflections"),
-    name="role_reflections",
-    group_name=tables.ROLE_MEMORY_GROUP,
-    kinds={"duckdb", "polars"},
+@table_asset(
+    "role_reflections",
+    group=tables.ROLE_MEMORY_GROUP,
     deps=ROLE_REFLECTIONS_INPUTS,
     output_required=False,
     description="Outcome classification and short role-specific lessons, once per case and primary run.",
@@ -204,7 +200,9 @@ def role_reflections(context: dg.AssetExecutionContext, warehouse: WarehouseReso
             con, f"SELECT classification, count(*) FROM {batch.table} GROUP BY classification"
         )
     meta = {
-        **table_metadata(tables.ROLE_REFLECTIONS, pl.DataFrame(schema=ROLE_REFLECTIONS_DTYPES), row_count=total),
+        **table_metadata(
+            tables.ROLE_REFLECTIONS, pl.DataFrame(schema=ROLE_REFLECTIONS_DTYPES), row_count=total
+        ),
         "as_of": as_of.isoformat(),
         "role_memory_mode": ROLE_MEMORY_MODE,
         "reflector": reflector.name,
@@ -230,11 +228,9 @@ def role_reflections(context: dg.AssetExecutionContext, warehouse: WarehouseReso
     yield dg.MaterializeResult(metadata=meta)
 
 
-@dg.asset(
-    metadata=declared_metadata("role_stats"),
-    name="role_stats",
-    group_name=tables.ROLE_MEMORY_GROUP,
-    kinds={"duckdb", "polars"},
+@table_asset(
+    "role_stats",
+    group=tables.ROLE_MEMORY_GROUP,
     deps=["role_cases", "role_reflections", "evaluation_runs", "evaluation_components"],
     output_required=False,
     description="Per role: case counts by status and class, win rate and mean excess return (primary runs).",
