@@ -106,3 +106,85 @@ def test_tables_are_named_once():
             ):
                 offenders.append(f"{path.relative_to(PACKAGE).as_posix()}: {node.value}")
     assert offenders == []
+
+
+# --- names say what a thing is ---------------------------------------------------------------------
+
+
+def _module_constants(path: Path) -> list[tuple[str, ast.expr]]:
+    """The module-level UPPER_CASE assignments of a module: (name, value)."""
+    out: list[tuple[str, ast.expr]] = []
+    for node in ast.parse(path.read_text(), filename=str(path)).body:
+        if isinstance(node, ast.Assign):
+            targets, value = node.targets, node.value
+        elif isinstance(node, ast.AnnAssign) and node.value is not None:
+            targets, value = [node.target], node.value
+        else:
+            continue
+        for target in targets:
+            if isinstance(target, ast.Name) and target.id.lstrip("_").isupper():
+                out.append((target.id, value))
+    return out
+
+
+def _call_name(value: ast.expr) -> str:
+    """``pl.Schema`` for ``pl.Schema(...)``, ``pa.DataFrameSchema`` for ``pa.DataFrameSchema(...)``,
+    and so on through ``.add_columns(...)``-style chains; "" for anything else."""
+    while (
+        isinstance(value, ast.Call)
+        and isinstance(value.func, ast.Attribute)
+        and isinstance(value.func.value, ast.Call)
+    ):
+        value = value.func.value
+    if isinstance(value, ast.Call):
+        return ast.unparse(value.func)
+    return ""
+
+
+def _rel(path: Path) -> str:
+    return path.relative_to(PACKAGE).as_posix()
+
+
+def test_no_constant_is_called_a_schema():
+    """A Polars dtype schema is ``<TABLE>_DTYPES``, a Pandera schema ``<TABLE>_INVARIANTS``."""
+    offenders = [
+        f"{_rel(path)}: {name}"
+        for path in _modules()
+        for name, _ in _module_constants(path)
+        if name.endswith("_SCHEMA")
+    ]
+    assert offenders == [], f"name them _DTYPES (Polars) or _INVARIANTS (Pandera): {offenders}"
+
+
+def test_polars_schemas_are_dtypes_and_pandera_schemas_are_invariants():
+    offenders = []
+    for path in _modules():
+        for name, value in _module_constants(path):
+            call = _call_name(value)
+            if call == "pl.Schema" and not name.endswith("_DTYPES"):
+                offenders.append(f"{_rel(path)}: {name} is a pl.Schema")
+            chain = ast.unparse(value) if isinstance(value, ast.Call) else ""
+            is_pandera = call == "pa.DataFrameSchema" or (
+                chain.endswith(")")
+                and ".add_columns(" in chain
+                and chain.split(".", 1)[0].endswith("_INVARIANTS")
+            )
+            if is_pandera and not name.endswith("_INVARIANTS"):
+                offenders.append(f"{_rel(path)}: {name} is a Pandera DataFrameSchema")
+    assert offenders == [], offenders
+
+
+def _reexport(name: str, value: ast.expr) -> bool:
+    """``NAME = module.NAME``: the constant is another module's object under its own name."""
+    return isinstance(value, ast.Attribute) and value.attr == name
+
+
+def test_no_two_modules_export_one_name_for_different_things():
+    by_name: dict[str, dict[str, str]] = {}
+    for path in _modules():
+        for name, value in _module_constants(path):
+            if name.startswith("_") or _reexport(name, value):
+                continue
+            by_name.setdefault(name, {})[_rel(path)] = ast.dump(value)
+    clashes = {name: sorted(defs) for name, defs in by_name.items() if len(set(defs.values())) > 1}
+    assert clashes == {}, f"one name, different things: {clashes}"

@@ -11,16 +11,16 @@ import argparse
 import sys
 from pathlib import Path
 
-from tradingmem_assets.defs.audit.columns import TABLES as AUDIT
-from tradingmem_assets.defs.efficacy.columns import TABLES as EFFICACY
-from tradingmem_assets.defs.evaluation.columns import TABLES as EVALUATION
-from tradingmem_assets.defs.landing.columns import TABLES as LANDING
-from tradingmem_assets.defs.learning.columns import TABLES as LEARNING
-from tradingmem_assets.defs.memory.columns import TABLES as MEMORY
-from tradingmem_assets.defs.migration.columns import TABLES as MIGRATION
-from tradingmem_assets.defs.operations.columns import TABLES as OPERATIONS
-from tradingmem_assets.defs.profile.columns import TABLES as PROFILE
-from tradingmem_assets.defs.role_memory.columns import TABLES as ROLE_MEMORY
+from tradingmem_assets.defs.audit.columns import AUDIT_TABLE_DOCS as AUDIT
+from tradingmem_assets.defs.efficacy.columns import EFFICACY_TABLE_DOCS as EFFICACY
+from tradingmem_assets.defs.evaluation.columns import EVALUATION_TABLE_DOCS as EVALUATION
+from tradingmem_assets.defs.landing.columns import LANDING_TABLE_DOCS as LANDING
+from tradingmem_assets.defs.learning.columns import LEARNING_TABLE_DOCS as LEARNING
+from tradingmem_assets.defs.memory.columns import MEMORY_TABLE_DOCS as MEMORY
+from tradingmem_assets.defs.migration.columns import MIGRATION_TABLE_DOCS as MIGRATION
+from tradingmem_assets.defs.operations.columns import OPERATIONS_TABLE_DOCS as OPERATIONS
+from tradingmem_assets.defs.profile.columns import PROFILE_TABLE_DOCS as PROFILE
+from tradingmem_assets.defs.role_memory.columns import ROLE_MEMORY_TABLE_DOCS as ROLE_MEMORY
 from tradingmem_assets.lib import tables
 from tradingmem_assets.lib.columns import TableDoc
 
@@ -51,7 +51,7 @@ DOC_PATH = Path(__file__).resolve().parents[1] / "docs" / "tables.md"
 
 def asset_table(asset_key: str) -> str:
     """The table an asset (``raw/x`` or ``name``) writes and describes in its column schema."""
-    if asset_key.startswith(f"{tables.RAW_SCHEMA}/"):
+    if asset_key.startswith(f"{tables.RAW_SCHEMA_NAME}/"):
         return tables.raw_table(asset_key.split("/", 1)[1])
     if asset_key == "legacy_role_memory_backup":
         return tables.MIGRATION_BACKUPS

@@ -16,8 +16,8 @@ from dagster._core.remote_origin import (  # real queued run records need an ori
 
 from tradingmem_assets.defs.audit.scheduling import SchedulerState, decide
 from tradingmem_assets.defs.audit.sensors import (
-    LEARNING_JOB_NAMES,
     SCHEDULER_NAME,
+    SORTED_LEARNING_JOB_NAMES,
     build_audit_scheduler,
     methodology_audit_scheduler,
 )
@@ -100,7 +100,7 @@ def state(result) -> dict:
 
 
 def test_the_learning_job_is_a_learning_run():
-    assert "trading_memory_job" in LEARNING_JOB_NAMES
+    assert "trading_memory_job" in SORTED_LEARNING_JOB_NAMES
 
 
 @pytest.mark.parametrize("status", [dg.DagsterRunStatus.QUEUED, dg.DagsterRunStatus.STARTED])

@@ -30,8 +30,8 @@ from tradingmem_assets.defs.audit.checks import AUDIT_ASSET_KEY
 from tradingmem_assets.defs.audit.scheduling import SchedulerState
 from tradingmem_assets.defs.audit.sensors import SCHEDULER_NAME, build_audit_scheduler
 from tradingmem_assets.defs.audit.yielding import (
+    AUDIT_TRIGGER_TAG,
     IMPLICIT_ASSET_JOB,
-    TRIGGER_TAG,
     YIELDED_TO_TAG,
     RunSeen,
     is_learning_run,
@@ -188,7 +188,7 @@ def test_a_run_that_writes_no_learning_asset_does_not_make_the_audit_yield(world
 
 def test_a_pass_forced_by_the_starvation_guard_never_yields(world):
     learning_run(world.instance, dg.DagsterRunStatus.QUEUED)
-    result = audit(world, tags={TRIGGER_TAG: "force"})
+    result = audit(world, tags={AUDIT_TRIGGER_TAG: "force"})
     assert len(result.asset_materializations_for_node("methodology_audit_reports")) == 1
     assert report_rows(world) == 1
     assert YIELDED_TO_TAG not in world.instance.get_run_by_id(result.run_id).tags
@@ -250,7 +250,7 @@ def launch(world: World, request: dg.RunRequest):
 def test_a_pass_that_yielded_counts_as_a_deferral_and_the_guard_then_forces_one(world):
     instance = world.instance
     first = tick(instance, None, max_deferrals=1)
-    assert len(first.run_requests) == 1 and first.run_requests[0].tags[TRIGGER_TAG] == "run"
+    assert len(first.run_requests) == 1 and first.run_requests[0].tags[AUDIT_TRIGGER_TAG] == "run"
     assert json.loads(first.cursor)["pending_run_key"] == first.run_requests[0].run_key
 
     waiting = learning_run(instance, dg.DagsterRunStatus.QUEUED)
@@ -267,7 +267,7 @@ def test_a_pass_that_yielded_counts_as_a_deferral_and_the_guard_then_forces_one(
     finish(instance, waiting, ended_s_ago=30)  # learning just ended: idle too short, but 1/1 deferrals
     forced = tick(instance, busy.cursor, max_deferrals=1)
     assert len(forced.run_requests) == 1
-    assert forced.run_requests[0].tags[TRIGGER_TAG] == "force"
+    assert forced.run_requests[0].tags[AUDIT_TRIGGER_TAG] == "force"
 
     learning_run(instance, dg.DagsterRunStatus.QUEUED)  # a forced pass finishes whatever waits
     result = launch(world, forced.run_requests[0])
@@ -315,7 +315,7 @@ def test_an_ad_hoc_run_without_learning_assets_is_not_learning_activity(instance
     learning_run(instance, dg.DagsterRunStatus.QUEUED, assets=["migration_conservation_report"])
     result = tick(instance, None, max_deferrals=3)
     assert len(result.run_requests) == 1  # migration runs neither busy nor recent learning
-    assert result.run_requests[0].tags[TRIGGER_TAG] == "run"
+    assert result.run_requests[0].tags[AUDIT_TRIGGER_TAG] == "run"
 
 
 # --- the pure rules ---------------------------------------------------------------------------------

@@ -8,7 +8,7 @@ from tests.efficacy import world as crafted
 from tests.efficacy.conftest import EFFICACY_UPSTREAM
 from tests.world import DEFS, World
 from tradingmem_assets.defs.efficacy.queries import memory_efficacy
-from tradingmem_assets.defs.efficacy.verdicts import EFFICACY_SCHEMA
+from tradingmem_assets.defs.efficacy.verdicts import MEMORY_EFFICACY_DTYPES
 from tradingmem_assets.defs.role_memory.admission import registry_frame
 from tradingmem_assets.lib.registry import load_registry
 from tradingmem_assets.lib.warehouse import connection
@@ -65,7 +65,7 @@ def test_intervals_rates_and_mean_excess(efficacy_world):
     assert set(world.rows("SELECT DISTINCT as_of FROM memory_efficacy")) == {
         (datetime(2024, 7, 1, tzinfo=UTC),)
     }
-    assert world.query("SELECT * FROM memory_efficacy").schema == EFFICACY_SCHEMA
+    assert world.query("SELECT * FROM memory_efficacy").schema == MEMORY_EFFICACY_DTYPES
 
 
 def test_metadata_counts_verdicts_as_numbers_and_shows_the_strongest_effects(efficacy_world):
@@ -80,7 +80,7 @@ def test_metadata_counts_verdicts_as_numbers_and_shows_the_strongest_effects(eff
     }
     assert meta["dagster/row_count"].value == 8
     columns = meta["dagster/column_schema"].schema.columns
-    assert [c.name for c in columns] == EFFICACY_SCHEMA.names() and all(c.description for c in columns)
+    assert [c.name for c in columns] == MEMORY_EFFICACY_DTYPES.names() and all(c.description for c in columns)
     effects = meta["strongest_effects"].md_str
     assert effects.splitlines()[2].startswith("| injection |")  # the largest change first (0 -> 1)
     assert "0.0 [0.0, 0.125]" in effects and "insufficient_data" not in effects

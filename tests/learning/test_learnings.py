@@ -13,7 +13,7 @@ from click.testing import CliRunner
 
 from tests.world import World, ts
 from tradingmem_assets.defs.landing.invariants import LANDING_TABLES
-from tradingmem_assets.defs.learning.learnings import DELETIONS_SCHEMA, build_learnings
+from tradingmem_assets.defs.learning.learnings import LEARNING_DELETIONS_DTYPES, build_learnings
 from tradingmem_assets.defs.learning.review import learning_id_for
 from tradingmem_assets.defs.learning.suggest import rank_learnings, suggest
 from tradingmem_assets.defs.learning.tiers import ToolTierError, load_tool_tiers, parse_tool_tiers
@@ -100,7 +100,7 @@ def build(turns, fb=(), deleted=(), threshold=7.0, min_calls=3):
                 "deleted_at": [AS_OF] * len(deleted),
                 "reason": ["x"] * len(deleted),
             },
-            schema=DELETIONS_SCHEMA,
+            schema=LEARNING_DELETIONS_DTYPES,
         ),
         TIERS,
         as_of=AS_OF,

@@ -7,7 +7,7 @@ import polars as pl
 import pytest
 
 from tradingmem_assets.defs.migration.backup import (
-    LEGACY_SCHEMA,
+    LEGACY_ROLE_MEMORY_DTYPES,
     BackupIntegrityError,
     MigrationInputError,
     decode_backup,
@@ -34,7 +34,9 @@ def t(text: str) -> datetime:
 
 def legacy(*rows: dict) -> pl.DataFrame:
     return pl.DataFrame(
-        [{c: r.get(c) for c in LEGACY_SCHEMA.names()} for r in rows], schema=LEGACY_SCHEMA, orient="row"
+        [{c: r.get(c) for c in LEGACY_ROLE_MEMORY_DTYPES.names()} for r in rows],
+        schema=LEGACY_ROLE_MEMORY_DTYPES,
+        orient="row",
     )
 
 
@@ -73,7 +75,7 @@ def test_same_rows_in_any_order_give_the_same_backup_bytes():
 def test_backup_bytes_round_trip_every_value_exactly():
     back = decode_backup(encode_backup(ROWS))
     assert back.equals(ROWS.sort("legacy_id"))
-    assert back.schema == LEGACY_SCHEMA
+    assert back.schema == LEGACY_ROLE_MEMORY_DTYPES
 
 
 def test_empty_partition_gets_an_empty_but_valid_backup(tmp_path):

@@ -285,7 +285,7 @@ def failed_checks(schema, data: pl.DataFrame) -> set[str]:
 
 
 def test_profile_schema_passes_a_built_profile():
-    assert validate(schemas.FIN_CUSTOMER_PROFILE_SCHEMA, checked_profile()).passed
+    assert validate(schemas.FIN_CUSTOMER_PROFILE_INVARIANTS, checked_profile()).passed
 
 
 def test_investor_type_red_line_fails_when_it_is_not_the_latest_questionnaire():
@@ -295,7 +295,7 @@ def test_investor_type_red_line_fails_when_it_is_not_the_latest_questionnaire():
         .otherwise("investor_type")
         .alias("investor_type")
     )
-    assert schemas.INVESTOR_TYPE_CHECK in failed_checks(schemas.FIN_CUSTOMER_PROFILE_SCHEMA, bad)
+    assert schemas.INVESTOR_TYPE_CHECK in failed_checks(schemas.FIN_CUSTOMER_PROFILE_INVARIANTS, bad)
 
 
 def test_basis_red_line_fails_when_a_null_field_does_not_say_why():
@@ -308,7 +308,7 @@ def test_basis_red_line_fails_when_a_null_field_does_not_say_why():
     )
     basis = basis.with_columns(broken_entry.to_struct("total_asset"))
     bad = good.with_columns(basis.to_struct("basis"))
-    assert schemas.BASIS_CHECK in failed_checks(schemas.FIN_CUSTOMER_PROFILE_SCHEMA, bad)
+    assert schemas.BASIS_CHECK in failed_checks(schemas.FIN_CUSTOMER_PROFILE_INVARIANTS, bad)
 
 
 def snapshot_meta(rows: list[tuple]) -> pl.DataFrame:
@@ -329,15 +329,17 @@ def snapshot_meta(rows: list[tuple]) -> pl.DataFrame:
 def test_snapshot_red_lines_fail_on_two_currents_a_gap_or_a_stale_current():
     h1, h2 = "a" * 64, "b" * 64
     good = snapshot_meta([("s1", "c1", 1, h1, False, h2), ("s2", "c1", 2, h2, True, h2)])
-    assert validate(schemas.PROFILE_SNAPSHOTS_SCHEMA, good).passed
+    assert validate(schemas.PROFILE_SNAPSHOTS_INVARIANTS, good).passed
     two = snapshot_meta([("s1", "c1", 1, h1, True, h2), ("s2", "c1", 2, h2, True, h2)])
-    assert schemas.ONE_CURRENT_CHECK in failed_checks(schemas.PROFILE_SNAPSHOTS_SCHEMA, two)
+    assert schemas.ONE_CURRENT_CHECK in failed_checks(schemas.PROFILE_SNAPSHOTS_INVARIANTS, two)
     none = snapshot_meta([("s1", "c1", 1, h1, False, h2)])
-    assert schemas.ONE_CURRENT_CHECK in failed_checks(schemas.PROFILE_SNAPSHOTS_SCHEMA, none)
+    assert schemas.ONE_CURRENT_CHECK in failed_checks(schemas.PROFILE_SNAPSHOTS_INVARIANTS, none)
     gap = snapshot_meta([("s1", "c1", 1, h1, False, h2), ("s3", "c1", 3, h2, True, h2)])
-    assert "versions_1_to_n_without_gaps" in failed_checks(schemas.PROFILE_SNAPSHOTS_SCHEMA, gap)
+    assert "versions_1_to_n_without_gaps" in failed_checks(schemas.PROFILE_SNAPSHOTS_INVARIANTS, gap)
     stale = snapshot_meta([("s1", "c1", 1, h1, True, h2)])
-    assert "current_snapshot_matches_the_profile" in failed_checks(schemas.PROFILE_SNAPSHOTS_SCHEMA, stale)
+    assert "current_snapshot_matches_the_profile" in failed_checks(
+        schemas.PROFILE_SNAPSHOTS_INVARIANTS, stale
+    )
 
 
 def test_kb_red_line_fails_on_an_internal_document():
@@ -351,9 +353,9 @@ def test_kb_red_line_fails_on_an_internal_document():
     kb = knowledge_base.customer_kb(docs)
     assert kb.get_column("doc_id").to_list() == ["k1"]
     source = docs.select("doc_id", pl.col("visibility").alias("source_visibility"))
-    assert validate(schemas.CUSTOMER_KB_SCHEMA, kb.join(source, on="doc_id")).passed
-    leaked = docs.select(knowledge_base.CUSTOMER_KB_SCHEMA.names()).join(source, on="doc_id")
-    assert schemas.KB_CHECK in failed_checks(schemas.CUSTOMER_KB_SCHEMA, leaked)
+    assert validate(schemas.CUSTOMER_KB_INVARIANTS, kb.join(source, on="doc_id")).passed
+    leaked = docs.select(knowledge_base.CUSTOMER_KB_DTYPES.names()).join(source, on="doc_id")
+    assert schemas.KB_CHECK in failed_checks(schemas.CUSTOMER_KB_INVARIANTS, leaked)
 
 
 def test_user_facts_red_line_fails_on_a_one_off_statement():

@@ -10,7 +10,7 @@ import pytest
 from tests.role_memory.world import AS_OF, EXECUTED, Chain, band, fill_price_for, load_runs
 from tests.world import World
 from tradingmem_assets.defs.role_memory.admission import (
-    ROLE_CASES_SCHEMA,
+    ROLE_CASES_DTYPES,
     admit,
     case_id_for,
     registry_frame,
@@ -354,7 +354,7 @@ def test_pipeline_admits_reflects_and_counts_with_every_blocking_check_green(e2e
 @pytestmark_off
 def test_role_cases_table_has_exactly_the_spec_columns_with_list_reasons_and_json_provenance(e2e: World):
     described = e2e.rows("DESCRIBE role_cases")
-    assert [r[0] for r in described] == ROLE_CASES_SCHEMA.names()
+    assert [r[0] for r in described] == ROLE_CASES_DTYPES.names()
     types = {r[0]: r[1] for r in described}
     assert types["reasons"] == "VARCHAR[]" and types["provenance"] == "JSON"
 
@@ -456,7 +456,7 @@ def chained_cases() -> pl.DataFrame:
     ],
 )
 def test_role_case_invariants_catch_each_kind_of_tampering(decision, edit, check):
-    from tradingmem_assets.defs.role_memory.invariants import ROLE_CASES_SCHEMA as INVARIANTS
+    from tradingmem_assets.defs.role_memory.invariants import ROLE_CASES_INVARIANTS as INVARIANTS
     from tradingmem_assets.lib.validation import validate
 
     frame = chained_cases()
@@ -473,17 +473,17 @@ def test_role_case_invariants_catch_each_kind_of_tampering(decision, edit, check
 
 
 def test_decision_coverage_fails_when_a_decision_is_missing_or_duplicated():
-    from tradingmem_assets.defs.role_memory.invariants import DECISION_COVERAGE_SCHEMA
+    from tradingmem_assets.defs.role_memory.invariants import DECISION_COVERAGE_INVARIANTS
     from tradingmem_assets.lib.validation import validate
 
     ok = pl.DataFrame({"decision_id": ["a", "b"], "names_a_role": [True, True], "n_cases": [1, 1]})
-    assert validate(DECISION_COVERAGE_SCHEMA, ok).passed
+    assert validate(DECISION_COVERAGE_INVARIANTS, ok).passed
     for bad in (
         ok.with_columns(pl.Series("n_cases", [1, 0])),
         ok.with_columns(pl.Series("n_cases", [2, 1])),
         ok.with_columns(pl.Series("names_a_role", [True, False])),
     ):
-        assert not validate(DECISION_COVERAGE_SCHEMA, bad).passed
+        assert not validate(DECISION_COVERAGE_INVARIANTS, bad).passed
 
 
 def test_changed_rows_counts_only_what_a_run_changed(world: World):

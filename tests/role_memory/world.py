@@ -14,7 +14,11 @@ from datetime import UTC, datetime, timedelta
 import duckdb
 import polars as pl
 
-from tradingmem_assets.defs.evaluation.scoring import COMPONENTS_SCHEMA, RUNS_SCHEMA, run_id_for
+from tradingmem_assets.defs.evaluation.scoring import (
+    EVALUATION_COMPONENTS_DTYPES,
+    EVALUATION_RUNS_DTYPES,
+    run_id_for,
+)
 from tradingmem_assets.defs.landing.invariants import LANDING_TABLES
 
 SYMBOL = "AAA"
@@ -243,12 +247,14 @@ def load_runs(con: duckdb.DuckDBPyConnection, runs: list[dict]) -> None:
             {"run_id": run_id, "component": "volatility", "value": r.get("volatility"), "quality_flag": "ok"}
         )
     runs_frame = (
-        pl.DataFrame(rows, schema=RUNS_SCHEMA, orient="row") if rows else pl.DataFrame(schema=RUNS_SCHEMA)
+        pl.DataFrame(rows, schema=EVALUATION_RUNS_DTYPES, orient="row")
+        if rows
+        else pl.DataFrame(schema=EVALUATION_RUNS_DTYPES)
     )
     comps_frame = (
-        pl.DataFrame(comps, schema=COMPONENTS_SCHEMA, orient="row")
+        pl.DataFrame(comps, schema=EVALUATION_COMPONENTS_DTYPES, orient="row")
         if comps
-        else pl.DataFrame(schema=COMPONENTS_SCHEMA)
+        else pl.DataFrame(schema=EVALUATION_COMPONENTS_DTYPES)
     )
     con.register("_r", runs_frame)
     con.execute("CREATE OR REPLACE TABLE main.evaluation_runs AS SELECT * FROM _r")

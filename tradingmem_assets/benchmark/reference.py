@@ -101,7 +101,7 @@ SELECT *, raw_return - benchmark_return AS excess_return,
 FROM scored;
 """
 
-ADMISSION_SQL = f"""
+REFERENCE_ADMISSION_SQL = f"""
 CREATE TABLE role_cases AS
 WITH consumed AS (
     SELECT preview_id, count(*) AS n, min(execution_id) AS execution_id FROM preview_consumptions
@@ -161,7 +161,7 @@ def run_reference(landing_dir: Path, database: Path, as_of: datetime, roles: lis
             con.execute(statement, {"as_of": as_of} if "$as_of" in statement else None)
         timings["evaluation_s"] = time.perf_counter() - started
         started = time.perf_counter()
-        con.execute(ADMISSION_SQL, {"as_of": as_of})
+        con.execute(REFERENCE_ADMISSION_SQL, {"as_of": as_of})
         timings["admission_s"] = time.perf_counter() - started
         counts = dict(con.execute("SELECT status, count(*) FROM role_cases GROUP BY 1").fetchall())
     timings["total_s"] = sum(timings.values())

@@ -175,7 +175,7 @@ def delete(learning_id: str, reason: str, as_json: bool):
     """Delete a learning for good: a tombstone the learnings asset honours on every later run."""
     import polars as pl
 
-    from tradingmem_assets.defs.learning.learnings import DELETIONS_SCHEMA
+    from tradingmem_assets.defs.learning.learnings import LEARNING_DELETIONS_DTYPES
 
     deleted_at = as_of_now()
     with warehouse(read_only=False) as con:  # never creates a missing warehouse
@@ -192,7 +192,7 @@ def delete(learning_id: str, reason: str, as_json: bool):
         if not exists and not tombstoned:
             raise CliError(f"no learning {learning_id!r} (see `tradingmem learnings top`)")
         with transaction(con):
-            ensure_table(con, tables.LEARNING_DELETIONS, pl.DataFrame(schema=DELETIONS_SCHEMA))
+            ensure_table(con, tables.LEARNING_DELETIONS, pl.DataFrame(schema=LEARNING_DELETIONS_DTYPES))
             if not tombstoned:
                 con.execute(
                     "INSERT INTO main.learning_deletions (learning_id, deleted_at, reason) VALUES (?, ?, ?)",

@@ -99,7 +99,7 @@ def reflect_cmd(case_id: str, as_json: bool):
     """Re-run the reflector for one case (under the LLM budget) and record the result."""
     _refuse_unless_active("tradingmem reflect")
     from tradingmem_assets.defs.role_memory.admission import registry_frame
-    from tradingmem_assets.defs.role_memory.invariants import ROLE_REFLECTIONS_SCHEMA
+    from tradingmem_assets.defs.role_memory.invariants import ROLE_REFLECTIONS_INVARIANTS
     from tradingmem_assets.defs.role_memory.llm_reflector import ChatClient, LLMError, LLMReflector
     from tradingmem_assets.defs.role_memory.reflection import (
         DeterministicReflector,
@@ -127,7 +127,7 @@ def reflect_cmd(case_id: str, as_json: bool):
             raise CliError(f"{exc}; nothing was recorded") from exc
         except LLMError as exc:
             raise CliError(f"{exc}; nothing was recorded") from exc
-        validation = validate(ROLE_REFLECTIONS_SCHEMA, rows)
+        validation = validate(ROLE_REFLECTIONS_INVARIANTS, rows)
         if not validation.passed:
             raise CliError(
                 f"the reflection breaks its invariants; nothing was recorded:\n{validation.summary()}"

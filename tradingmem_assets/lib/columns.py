@@ -1,6 +1,6 @@
 """The data dictionary's records: a stored table, what it holds and each column's type and meaning.
 
-Each domain declares its tables in ``defs/<domain>/columns.py`` (``TABLES``, a tuple of
+Each domain declares its tables in ``defs/<domain>/columns.py`` (``<DOMAIN>_TABLE_DOCS``, a tuple of
 :class:`TableDoc`); the assets turn them into the column schemas they declare (``dagster_kit``),
 and ``tradingmem_assets.docs_tables`` writes them to ``docs/tables.md``.
 """

@@ -73,6 +73,15 @@ def declared_metadata(asset_key: str) -> dict:
     return {"dagster/table_name": table, "dagster/column_schema": schema}
 
 
+TABLE_KINDS = frozenset({"duckdb", "polars"})
+
+
+def table_asset(name: str, *, group: str | None = None, kinds: frozenset[str] = TABLE_KINDS, **kwargs):
+    """``dg.asset`` for an asset stored as the warehouse table ``name``: it declares that table's
+    columns (``declared_metadata``), its asset group and its kinds; ``kwargs`` go to ``dg.asset``."""
+    return dg.asset(name=name, metadata=declared_metadata(name), group_name=group, kinds=set(kinds), **kwargs)
+
+
 def table_metadata(table_name: str, frame: pl.DataFrame | None = None, row_count: int | None = None) -> dict:
     meta: dict = {"dagster/table_name": table_name}
     if frame is not None:

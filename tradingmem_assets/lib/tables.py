@@ -6,17 +6,17 @@ in ``raw.<landing table>``, whose asset key is ``raw/<landing table>`` (``raw_ke
 
 from __future__ import annotations
 
-RAW_SCHEMA = "raw"
+RAW_SCHEMA_NAME = "raw"
 
 
 def raw_table(landing_table: str) -> str:
     """The qualified table of a landing table's validated rows."""
-    return f"{RAW_SCHEMA}.{landing_table}"
+    return f"{RAW_SCHEMA_NAME}.{landing_table}"
 
 
 def raw_key(landing_table: str) -> list[str]:
     """The asset key path of a landing table (Dagster coerces a list of strings to an AssetKey)."""
-    return [RAW_SCHEMA, landing_table]
+    return [RAW_SCHEMA_NAME, landing_table]
 
 
 def main_table(name: str) -> str:

@@ -30,6 +30,19 @@ PRIMARY_SIGNALS = (
 TIMEFRAMES = ("1h", "4h", "1d", "1w", "1m")
 ASSET_CLASSES = ("crypto_major", "crypto_alt", "equity", "fx", "commodity", "index")
 
+# the fields of a proposed methodology, in the order of its stored columns (phases hold
+# {name, criteria, tools_used, depends_on})
+METHODOLOGY_PROPOSAL_FIELDS = (
+    "name",
+    "description",
+    "direction",
+    "primary_signal",
+    "timeframe",
+    "indicators",
+    "asset_class",
+    "phases",
+)
+
 INSTITUTION_ROLES = ("analyst", "bull", "bear", "risk", "trader", "portfolio_manager")
 INSTITUTION_RUN_KINDS = ("scheduled", "lazy", "manual")
 INSTITUTION_ACTIONS = ("buy", "sell", "hold")

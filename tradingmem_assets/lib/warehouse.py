@@ -15,7 +15,7 @@ from pathlib import Path
 import duckdb
 import polars as pl
 
-RAW_SCHEMA = "raw"
+from tradingmem_assets.lib.tables import RAW_SCHEMA_NAME
 
 
 class WarehouseLockedError(RuntimeError):
@@ -51,7 +51,7 @@ def open_warehouse(
             delay = min(delay * 2, 2.0)
     con.execute("SET TimeZone = 'UTC'")
     if not read_only:
-        con.execute(f"CREATE SCHEMA IF NOT EXISTS {RAW_SCHEMA}")
+        con.execute(f"CREATE SCHEMA IF NOT EXISTS {RAW_SCHEMA_NAME}")
     return con
 
 
@@ -107,14 +107,19 @@ def read_table(
     return read_frame(con, f"SELECT * FROM {qualified}")
 
 
-def replace_table(con: duckdb.DuckDBPyConnection, qualified: str, frame: pl.DataFrame) -> int:
-    """Replace a table's contents with ``frame`` (call inside ``transaction``)."""
+def _write_from_frame(con: duckdb.DuckDBPyConnection, sql: str, frame: pl.DataFrame) -> int:
+    """Run ``sql``, which reads ``frame`` as the view ``_tm_frame``; the frame's row count."""
     con.register("_tm_frame", frame)
     try:
-        con.execute(f"CREATE OR REPLACE TABLE {qualified} AS SELECT * FROM _tm_frame")
+        con.execute(sql)
     finally:
         con.unregister("_tm_frame")
     return frame.height
+
+
+def replace_table(con: duckdb.DuckDBPyConnection, qualified: str, frame: pl.DataFrame) -> int:
+    """Replace a table's contents with ``frame`` (call inside ``transaction``)."""
+    return _write_from_frame(con, f"CREATE OR REPLACE TABLE {qualified} AS SELECT * FROM _tm_frame", frame)
 
 
 def append_rows(con: duckdb.DuckDBPyConnection, qualified: str, frame: pl.DataFrame) -> int:
@@ -123,13 +128,8 @@ def append_rows(con: duckdb.DuckDBPyConnection, qualified: str, frame: pl.DataFr
         return replace_table(con, qualified, frame)
     if frame.height == 0:
         return 0
-    con.register("_tm_frame", frame)
-    try:
-        cols = ", ".join(f'"{c}"' for c in frame.columns)
-        con.execute(f"INSERT INTO {qualified} ({cols}) SELECT {cols} FROM _tm_frame")
-    finally:
-        con.unregister("_tm_frame")
-    return frame.height
+    cols = ", ".join(f'"{c}"' for c in frame.columns)
+    return _write_from_frame(con, f"INSERT INTO {qualified} ({cols}) SELECT {cols} FROM _tm_frame", frame)
 
 
 def ensure_table(con: duckdb.DuckDBPyConnection, qualified: str, empty: pl.DataFrame) -> None:

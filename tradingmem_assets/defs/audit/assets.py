@@ -17,7 +17,7 @@ from tradingmem_assets.defs.audit.checks import (
     isolation_check_result,
 )
 from tradingmem_assets.defs.audit.inputs import AuditInputError, AuditWindow
-from tradingmem_assets.defs.audit.invariants import AUDIT_REPORTS_SCHEMA
+from tradingmem_assets.defs.audit.invariants import METHODOLOGY_AUDIT_REPORTS_INVARIANTS
 from tradingmem_assets.defs.audit.queries import read_audit_inputs
 from tradingmem_assets.defs.audit.scoring import (
     DIMENSIONS,
@@ -29,7 +29,7 @@ from tradingmem_assets.defs.audit.scoring import (
 )
 from tradingmem_assets.defs.audit.table_hash import tables_sha256
 from tradingmem_assets.defs.audit.yielding import (
-    TRIGGER_TAG,
+    AUDIT_TRIGGER_TAG,
     YIELDED_TO_TAG,
     Phase,
     RunSeen,
@@ -104,7 +104,7 @@ def learning_runs_in(
 def _yield_to_learning(context: dg.AssetExecutionContext, phase: Phase) -> YieldDecision | None:
     """Between phases: look for a learning run that waits, and give way unless the pass was forced."""
     waiting = learning_runs_in(context.instance, WAITING_STATUSES, exclude_run_id=context.run_id)
-    return should_yield(waiting, phase=phase, trigger=context.run.tags.get(TRIGGER_TAG))
+    return should_yield(waiting, phase=phase, trigger=context.run.tags.get(AUDIT_TRIGGER_TAG))
 
 
 def _yielded(context: dg.AssetExecutionContext, decision: YieldDecision) -> dg.AssetObservation:
@@ -223,7 +223,7 @@ def methodology_audit_reports(
                 [isolation_finding(changed), *json.loads(row["findings"])], sort_keys=True, ensure_ascii=False
             )
         frame = report_frame([row])
-        validation = validate(AUDIT_REPORTS_SCHEMA, frame)
+        validation = validate(METHODOLOGY_AUDIT_REPORTS_INVARIANTS, frame)
         if not validation.passed:
             raise dg.Failure(
                 description="the audit report row breaks its invariants; nothing was written",

@@ -4,7 +4,7 @@ schemas the assets declare, so the UI shows them before the first materializatio
 from tradingmem_assets.lib import tables
 from tradingmem_assets.lib.columns import TableDoc
 
-TABLES = (
+AUDIT_TABLE_DOCS = (
     TableDoc(
         tables.main_table("methodology_audit_reports"),
         "One row per audit pass: six dimension scores, composite, tier, findings, isolation.",

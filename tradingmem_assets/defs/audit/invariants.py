@@ -73,7 +73,7 @@ def _json_valid(data: pa.PolarsData) -> pl.LazyFrame:
     return data.lazyframe.select(pl.struct(cols).map_elements(ok, return_dtype=pl.Boolean).alias("ok"))
 
 
-AUDIT_REPORTS_SCHEMA = pa.DataFrameSchema(
+METHODOLOGY_AUDIT_REPORTS_INVARIANTS = pa.DataFrameSchema(
     {
         "pass_id": pa.Column(pl.String, unique=True),
         "ran_at": pa.Column(pl.Datetime("us", "UTC")),

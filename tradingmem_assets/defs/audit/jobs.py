@@ -14,7 +14,7 @@ from tradingmem_assets.defs.audit.checks import (
     SHA_AFTER_KEY,
     SHA_BEFORE_KEY,
 )
-from tradingmem_assets.defs.audit.scoring import REPORT_SCHEMA, report_frame
+from tradingmem_assets.defs.audit.scoring import METHODOLOGY_AUDIT_REPORTS_DTYPES, report_frame
 from tradingmem_assets.defs.resources import WarehouseResource
 from tradingmem_assets.lib import tables
 from tradingmem_assets.lib.warehouse import append_rows, ensure_table, scalar, transaction
@@ -47,7 +47,7 @@ class IsolationViolation(dg.Config):
 
 def record_violation(con, violation: IsolationViolation) -> str:
     """Mark the pass isolation_ok = false (excluded from trends); insert it when it has no row yet."""
-    ensure_table(con, tables.METHODOLOGY_AUDIT_REPORTS, pl.DataFrame(schema=REPORT_SCHEMA))
+    ensure_table(con, tables.METHODOLOGY_AUDIT_REPORTS, pl.DataFrame(schema=METHODOLOGY_AUDIT_REPORTS_DTYPES))
     if scalar(
         con, f"SELECT count(*) FROM {tables.METHODOLOGY_AUDIT_REPORTS} WHERE pass_id = ?", [violation.pass_id]
     ):

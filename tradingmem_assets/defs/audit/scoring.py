@@ -175,7 +175,7 @@ def report_row(
     }
 
 
-REPORT_SCHEMA = pl.Schema(
+METHODOLOGY_AUDIT_REPORTS_DTYPES = pl.Schema(
     {
         "pass_id": pl.String(),
         "ran_at": UTC_TS,
@@ -194,4 +194,4 @@ REPORT_SCHEMA = pl.Schema(
 
 
 def report_frame(rows: Sequence[Mapping[str, Any]]) -> pl.DataFrame:
-    return pl.DataFrame(list(rows), schema=REPORT_SCHEMA, orient="row")
+    return pl.DataFrame(list(rows), schema=METHODOLOGY_AUDIT_REPORTS_DTYPES, orient="row")

@@ -19,7 +19,7 @@ from tradingmem_assets.defs.audit.jobs import (
 )
 from tradingmem_assets.defs.audit.scheduling import SchedulerState, decide
 from tradingmem_assets.defs.audit.yielding import (
-    TRIGGER_TAG,
+    AUDIT_TRIGGER_TAG,
     YIELDED_TO_TAG,
     PassOutcome,
     is_learning_run,
@@ -44,7 +44,7 @@ IN_FLIGHT_STATUSES = [
 FINISHED_STATUSES = [dg.DagsterRunStatus.SUCCESS, dg.DagsterRunStatus.FAILURE, dg.DagsterRunStatus.CANCELED]
 
 
-LEARNING_JOB_NAMES: tuple[str, ...] = tuple(sorted(tables.LEARNING_JOB_NAMES))
+SORTED_LEARNING_JOB_NAMES: tuple[str, ...] = tuple(sorted(tables.LEARNING_JOB_NAMES))
 
 
 # --- isolation ------------------------------------------------------------------------------------
@@ -186,7 +186,7 @@ def build_audit_scheduler(
     max_deferrals: int = SETTINGS.audit_max_deferrals,
     enabled: bool = SETTINGS.audit_enabled,
     cron_enabled: bool = SETTINGS.audit_cron_enabled,
-    learning_jobs: Sequence[str] = LEARNING_JOB_NAMES,
+    learning_jobs: Sequence[str] = SORTED_LEARNING_JOB_NAMES,
 ) -> dg.SensorDefinition:
     """The audit's opt-in schedule as a sensor, so the deferral counter can live in its cursor."""
 
@@ -225,7 +225,7 @@ def build_audit_scheduler(
                 run_requests=[
                     dg.RunRequest(
                         run_key=decision.run_key,
-                        tags={TRIGGER_TAG: decision.action},
+                        tags={AUDIT_TRIGGER_TAG: decision.action},
                     )
                 ],
                 cursor=decision.state.to_cursor(),

@@ -17,7 +17,7 @@ from tradingmem_assets.lib import tables
 # Dagster's implicit asset job (ad-hoc materializations from the UI, `dagster asset materialize`)
 IMPLICIT_ASSET_JOB = "__ASSET_JOB"
 # the run tags a pass reads and writes (the scheduler reads them back from the run records)
-TRIGGER_TAG = "tradingmem/audit_trigger"
+AUDIT_TRIGGER_TAG = "tradingmem/audit_trigger"
 YIELDED_TO_TAG = "tradingmem/audit_yielded_to"
 FORCED_TRIGGER = "force"
 

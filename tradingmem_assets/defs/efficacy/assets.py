@@ -17,7 +17,7 @@ from tradingmem_assets.defs.efficacy.verdicts import (
 from tradingmem_assets.defs.resources import WarehouseResource
 from tradingmem_assets.defs.role_memory.admission import registry_frame
 from tradingmem_assets.lib import tables
-from tradingmem_assets.lib.dagster_kit import column_schema, declared_metadata
+from tradingmem_assets.lib.dagster_kit import column_schema, table_asset
 from tradingmem_assets.lib.tables import raw_key
 from tradingmem_assets.lib.warehouse import replace_table, transaction
 
@@ -44,12 +44,10 @@ EFFICACY_INPUTS = [
 ]
 
 
-@dg.asset(
-    name="memory_efficacy",
-    group_name=tables.EFFICACY_GROUP,
-    kinds={"duckdb", "polars"},
+@table_asset(
+    "memory_efficacy",
+    group=tables.EFFICACY_GROUP,
     deps=EFFICACY_INPUTS,
-    metadata=declared_metadata("memory_efficacy"),
     description="Win rates before vs after each lesson, graduation and injection, with Wilson intervals.",
 )
 def memory_efficacy(context: dg.AssetExecutionContext, warehouse: WarehouseResource) -> dg.MaterializeResult:

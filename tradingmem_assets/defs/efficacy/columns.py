@@ -5,7 +5,7 @@ from tradingmem_assets.defs.efficacy.verdicts import COLUMN_DESCRIPTIONS
 from tradingmem_assets.lib import tables
 from tradingmem_assets.lib.columns import TableDoc
 
-TABLES = (
+EFFICACY_TABLE_DOCS = (
     TableDoc(
         tables.main_table("memory_efficacy"),
         "Win rates before vs after each lesson, graduation and injection, with Wilson intervals.",

@@ -216,7 +216,7 @@ def efficacy_counts(con: duckdb.DuckDBPyConnection, registry: pl.DataFrame, as_o
 
 
 def memory_efficacy(con: duckdb.DuckDBPyConnection, registry: pl.DataFrame, as_of: datetime) -> pl.DataFrame:
-    """The ``memory_efficacy`` rows as of ``as_of`` (``verdicts.EFFICACY_SCHEMA``), from the stored tables."""
+    """The ``memory_efficacy`` rows as of ``as_of`` (``verdicts.MEMORY_EFFICACY_DTYPES``), from the stored tables."""
     return with_verdicts(efficacy_counts(con, registry, as_of))
 
 

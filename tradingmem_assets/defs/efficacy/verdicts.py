@@ -23,7 +23,7 @@ HELPS, HURTS, NO_EVIDENCE, INSUFFICIENT_DATA = "helps", "hurts", "no_evidence", 
 VERDICTS = (HELPS, HURTS, NO_EVIDENCE, INSUFFICIENT_DATA)
 SUBJECT_KINDS = ("lesson", "methodology", "injection")
 
-EFFICACY_SCHEMA = pl.Schema(
+MEMORY_EFFICACY_DTYPES = pl.Schema(
     {
         "subject_kind": pl.String(),
         "subject_id": pl.String(),
@@ -122,7 +122,7 @@ def with_verdicts(counts: pl.DataFrame, z: float = Z_95) -> pl.DataFrame:
             pl.Series(f"{side}_high", high, dtype=pl.Float64),
         )
     out = out.with_columns(verdict_expr().alias("verdict"))
-    return out.select(EFFICACY_SCHEMA.names()).cast(EFFICACY_SCHEMA)  # type: ignore[arg-type]
+    return out.select(MEMORY_EFFICACY_DTYPES.names()).cast(MEMORY_EFFICACY_DTYPES)  # type: ignore[arg-type]
 
 
 def verdict_counts(rows: pl.DataFrame) -> dict[str, int]:

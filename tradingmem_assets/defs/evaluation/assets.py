@@ -3,7 +3,7 @@
 import dagster as dg
 import polars as pl
 
-from tradingmem_assets.defs.evaluation.invariants import EVALUATION_RUNS_SCHEMA
+from tradingmem_assets.defs.evaluation.invariants import EVALUATION_RUNS_INVARIANTS
 from tradingmem_assets.defs.evaluation.scoring import (
     COMPONENTS,
     EvaluationConfigError,
@@ -92,7 +92,7 @@ def evaluation(context: dg.AssetExecutionContext, warehouse: WarehouseResource):
                 raise dg.Failure(description=str(exc)) from exc
         evaluate(con, roles, as_of, learning_bound(con))
         all_runs = read_frame(con, f"SELECT {VALIDATED_COLUMNS} FROM _ev_all")
-        validation = validate(EVALUATION_RUNS_SCHEMA, all_runs)
+        validation = validate(EVALUATION_RUNS_INVARIANTS, all_runs)
         yield from refuse_write(validation, "evaluation_runs", [(RUNS_INVARIANTS_CHECK, "evaluation_runs")])
         with transaction(con):
             con.execute(

@@ -1,6 +1,6 @@
 """Evaluation invariants re-read from the stored table (a hand edit, e.g. a second primary run, fails)."""
 
-from tradingmem_assets.defs.evaluation.invariants import EVALUATION_RUNS_SCHEMA
+from tradingmem_assets.defs.evaluation.invariants import EVALUATION_RUNS_INVARIANTS
 from tradingmem_assets.lib import tables
 from tradingmem_assets.lib.dagster_kit import StoredTableCheck, stored_table_checks
 from tradingmem_assets.lib.dtypes import as_utc
@@ -18,7 +18,7 @@ EVALUATION_CHECKS = stored_table_checks(
             read=lambda con, _at: as_utc(
                 read_frame(con, f"SELECT * EXCLUDE (inputs_hash) FROM {tables.EVALUATION_RUNS}")
             ),
-            invariants=lambda _at: EVALUATION_RUNS_SCHEMA,
+            invariants=lambda _at: EVALUATION_RUNS_INVARIANTS,
         )
     ]
 )

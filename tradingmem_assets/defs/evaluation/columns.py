@@ -4,7 +4,7 @@ schemas the assets declare, so the UI shows them before the first materializatio
 from tradingmem_assets.lib import tables
 from tradingmem_assets.lib.columns import TableDoc
 
-TABLES = (
+EVALUATION_TABLE_DOCS = (
     TableDoc(
         tables.main_table("evaluation_components"),
         "Components of each evaluation run (returns, volatility, coverage).",

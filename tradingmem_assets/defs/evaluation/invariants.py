@@ -28,7 +28,7 @@ def _known_once_settled(data: pa.PolarsData) -> pl.LazyFrame:
     )
 
 
-EVALUATION_RUNS_SCHEMA = pa.DataFrameSchema(
+EVALUATION_RUNS_INVARIANTS = pa.DataFrameSchema(
     {
         "run_id": pa.Column(pl.String, unique=True),
         "decision_id": pa.Column(pl.String),

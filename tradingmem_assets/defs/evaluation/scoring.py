@@ -56,7 +56,7 @@ COMPONENTS = (
     "missing_bars",
 )
 
-RUNS_SCHEMA = pl.Schema(
+EVALUATION_RUNS_DTYPES = pl.Schema(
     {
         "run_id": pl.String(),
         "decision_id": pl.String(),
@@ -71,7 +71,7 @@ RUNS_SCHEMA = pl.Schema(
         "known_at": pl.Datetime("us", "UTC"),
     }
 )
-PRIMARIES_SCHEMA = pl.Schema(
+EVALUATION_PRIMARIES_DTYPES = pl.Schema(
     {
         "decision_id": pl.String(),
         "run_id": pl.String(),
@@ -79,7 +79,7 @@ PRIMARIES_SCHEMA = pl.Schema(
         "primary_until": pl.Datetime("us", "UTC"),
     }
 )
-COMPONENTS_SCHEMA = pl.Schema(
+EVALUATION_COMPONENTS_DTYPES = pl.Schema(
     {
         "run_id": pl.String(),
         "component": pl.String(),
@@ -362,7 +362,7 @@ def evaluate(
             "CREATE OR REPLACE TEMP VIEW _ev_previous AS SELECT * FROM main.evaluation_runs"
         ).fetchall()
     else:
-        con.register("_ev_empty", pl.DataFrame(schema=RUNS_SCHEMA))
+        con.register("_ev_empty", pl.DataFrame(schema=EVALUATION_RUNS_DTYPES))
         con.execute("CREATE OR REPLACE TEMP TABLE _ev_previous AS SELECT * FROM _ev_empty").fetchall()
         con.unregister("_ev_empty")
     for statement in (*_PIPELINE_SQL, FRESH_SQL, FRESH_VIEW_SQL, PRIMARIES_SQL, ALL_RUNS_SQL):

@@ -7,7 +7,7 @@ import dagster as dg
 import polars as pl
 
 from tradingmem_assets.defs.landing.ingest import LandingFileError, ingest_table
-from tradingmem_assets.defs.landing.invariants import LANDING_TABLES, REJECTS_SCHEMA, LandingTable
+from tradingmem_assets.defs.landing.invariants import LANDING_TABLES, RAW_REJECTS_DTYPES, LandingTable
 from tradingmem_assets.defs.resources import WarehouseResource
 from tradingmem_assets.lib import tables
 from tradingmem_assets.lib.dagster_kit import declared_metadata, feed_freshness, table_metadata
@@ -66,7 +66,7 @@ def _landing_asset(spec: LandingTable) -> dg.AssetsDefinition:
         except LandingFileError as exc:
             raise dg.Failure(description=str(exc)) from exc
         with warehouse.connect() as con, transaction(con):
-            ensure_table(con, tables.RAW_REJECTS, pl.DataFrame(schema=REJECTS_SCHEMA))
+            ensure_table(con, tables.RAW_REJECTS, pl.DataFrame(schema=RAW_REJECTS_DTYPES))
             replace_table(con, f"raw.{spec.name}", result.accepted)
             con.execute(f"DELETE FROM {tables.RAW_REJECTS} WHERE table_name = ?", [spec.name])
             con.register("_rejects", result.rejects)

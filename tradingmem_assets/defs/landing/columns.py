@@ -4,7 +4,7 @@ schemas the assets declare, so the UI shows them before the first materializatio
 from tradingmem_assets.lib import tables
 from tradingmem_assets.lib.columns import TableDoc
 
-TABLES = (
+LANDING_TABLE_DOCS = (
     TableDoc(
         tables.main_table("raw_rejects"),
         "Landing rows refused by ingestion, with why.",

@@ -20,7 +20,7 @@ from pandera.errors import SchemaErrors
 from tradingmem_assets.defs.landing.invariants import (
     DUCKDB_TYPES,
     LANDING_TABLES,
-    REJECTS_SCHEMA,
+    RAW_REJECTS_DTYPES,
     LandingTable,
     landing_schema,
 )
@@ -241,7 +241,7 @@ def _rejects_frame(
     spec: LandingTable, original: pl.DataFrame, per_row: pl.DataFrame, source_file: str | None
 ) -> pl.DataFrame:
     if per_row.height == 0:
-        return pl.DataFrame(schema=REJECTS_SCHEMA)
+        return pl.DataFrame(schema=RAW_REJECTS_DTYPES)
     bad = original.with_row_index("idx").with_columns(pl.col("idx").cast(pl.Int64)).join(per_row, on="idx")
     value_cols = [c for c in original.columns if c != ROW]
     as_text = [pl.col(c).cast(pl.String) for c in value_cols]
@@ -258,7 +258,7 @@ def _rejects_frame(
         row_key.alias("row_key"),
         pl.col("reason"),
         pl.struct(as_text).struct.json_encode().alias("raw_row"),
-    ).cast(REJECTS_SCHEMA)
+    ).cast(RAW_REJECTS_DTYPES)
 
 
 def _ragged_rejects(spec: LandingTable, ragged: pl.DataFrame, source_file: str | None) -> pl.DataFrame:
@@ -269,7 +269,7 @@ def _ragged_rejects(spec: LandingTable, ragged: pl.DataFrame, source_file: str |
         pl.lit(None, dtype=pl.String).alias("row_key"),
         pl.col(RAGGED + "_reason").alias("reason"),
         pl.struct(pl.col(RAGGED).alias("line")).struct.json_encode().alias("raw_row"),
-    ).cast(REJECTS_SCHEMA)
+    ).cast(RAW_REJECTS_DTYPES)
 
 
 def ingest_table(landing_dir: Path, table: str) -> IngestResult:
@@ -277,5 +277,5 @@ def ingest_table(landing_dir: Path, table: str) -> IngestResult:
     spec = LANDING_TABLES[table]
     path = find_landing_file(Path(landing_dir), table)
     if path is None:
-        return IngestResult(table, None, 0, spec.empty(), pl.DataFrame(schema=REJECTS_SCHEMA), ())
+        return IngestResult(table, None, 0, spec.empty(), pl.DataFrame(schema=RAW_REJECTS_DTYPES), ())
     return ingest_frame(table, read_landing_file(path), str(path))

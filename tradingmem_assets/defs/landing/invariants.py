@@ -75,7 +75,7 @@ def _t(name: str, key: tuple[str, ...], description: str, *columns: Col) -> Land
 
 
 S, N = "str", True  # shorthands for the table below
-TABLES: tuple[LandingTable, ...] = (
+LANDING_TABLE_DECLARATIONS: tuple[LandingTable, ...] = (
     _t(
         "trading_decisions",
         ("decision_id",),
@@ -341,7 +341,7 @@ TABLES: tuple[LandingTable, ...] = (
         Col("decision_id", nullable=N),
     ),
 )
-LANDING_TABLES: dict[str, LandingTable] = {t.name: t for t in TABLES}
+LANDING_TABLES: dict[str, LandingTable] = {t.name: t for t in LANDING_TABLE_DECLARATIONS}
 
 
 def _checks(col: Col) -> list[pa.Check]:
@@ -374,7 +374,7 @@ def landing_schema(table: str) -> pa.DataFrameSchema:
     )
 
 
-REJECTS_SCHEMA = pl.Schema(
+RAW_REJECTS_DTYPES = pl.Schema(
     {
         "table_name": pl.String(),
         "source_file": pl.String(),

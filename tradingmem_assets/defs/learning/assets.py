@@ -9,19 +9,27 @@ import polars as pl
 
 from tradingmem_assets.defs.learning.heartbeat import write_heartbeat
 from tradingmem_assets.defs.learning.invariants import (
-    LEARNINGS_SCHEMA as LEARNINGS_INVARIANTS,
-)
-from tradingmem_assets.defs.learning.invariants import (
-    LIFECYCLE_EVENTS_SCHEMA,
+    LEARNINGS_INVARIANTS,
+    METHODOLOGY_LIFECYCLE_EVENTS_INVARIANTS,
     methodologies_schema,
     methodology_cases_schema,
 )
 from tradingmem_assets.defs.learning.ladder import build_methodology_state
-from tradingmem_assets.defs.learning.learnings import DELETIONS_SCHEMA, LEARNINGS_SCHEMA, build_learnings
+from tradingmem_assets.defs.learning.learnings import (
+    LEARNING_DELETIONS_DTYPES,
+    LEARNINGS_DTYPES,
+    build_learnings,
+)
 from tradingmem_assets.defs.learning.tiers import load_tool_tiers
 from tradingmem_assets.defs.resources import WarehouseResource
 from tradingmem_assets.lib import tables
-from tradingmem_assets.lib.dagster_kit import check_result, declared_metadata, feed_freshness, table_metadata
+from tradingmem_assets.lib.dagster_kit import (
+    check_result,
+    declared_metadata,
+    feed_freshness,
+    table_asset,
+    table_metadata,
+)
 from tradingmem_assets.lib.tables import raw_key
 from tradingmem_assets.lib.validation import validate
 from tradingmem_assets.lib.warehouse import (
@@ -37,7 +45,7 @@ from tradingmem_assets.settings import SETTINGS
 # Validated when the code location loads: a broken tools.yaml stops the load with its message.
 TOOL_TIERS = load_tool_tiers(SETTINGS.tools_file)
 
-KINDS = {"duckdb", "polars"}
+ASSET_KINDS = {"duckdb", "polars"}
 
 LEARNINGS_INVARIANTS_CHECK = "learnings_invariants"
 METHODOLOGIES_INVARIANTS_CHECK = "methodologies_invariants"
@@ -68,14 +76,14 @@ def _failure(what: str, validations: list) -> dg.Failure:
             "learnings",
             metadata=declared_metadata("learnings"),
             deps=[raw_key("agent_turns"), raw_key("learning_feedback")],
-            kinds=KINDS,
+            kinds=ASSET_KINDS,
             description="Reusable tool sequences reviewed from agent turns, deduplicated, with feedback.",
         ),
         dg.AssetSpec(
             "learning_reviews",
             metadata=declared_metadata("learning_reviews"),
             deps=[raw_key("agent_turns")],
-            kinds=KINDS,
+            kinds=ASSET_KINDS,
             description="One review per agent turn: skipped, rejected, below threshold, created or merged.",
         ),
     ],
@@ -93,7 +101,7 @@ def learnings(context: dg.AssetExecutionContext, warehouse: WarehouseResource):
     with warehouse.connect() as con:
         if not SETTINGS.learning_enabled:
             # LEARNING_ENABLED=false: no review, no write; the stored table (if any) is still checked.
-            current = read_table(con, tables.LEARNINGS, pl.DataFrame(schema=LEARNINGS_SCHEMA))
+            current = read_table(con, tables.LEARNINGS, pl.DataFrame(schema=LEARNINGS_DTYPES))
             validation = validate(LEARNINGS_INVARIANTS, current)
             context.log.info("LEARNING_ENABLED=false: learnings are not reviewed nor written")
             for key in tables.LEARNINGS_ASSETS:
@@ -104,7 +112,7 @@ def learnings(context: dg.AssetExecutionContext, warehouse: WarehouseResource):
             yield check_result(LEARNINGS_INVARIANTS_CHECK, validation, dg.AssetKey("learnings"))
             return
         with transaction(con):
-            ensure_table(con, tables.LEARNING_DELETIONS, pl.DataFrame(schema=DELETIONS_SCHEMA))
+            ensure_table(con, tables.LEARNING_DELETIONS, pl.DataFrame(schema=LEARNING_DELETIONS_DTYPES))
         turns = read_frame(
             con,
             "SELECT turn_id, started_at, user_message, tool_calls, completed, explicit_learn "
@@ -180,7 +188,7 @@ _DESCRIPTIONS = {
         dg.AssetSpec(
             key,
             deps=METHODOLOGY_INPUTS,
-            kinds=KINDS,
+            kinds=ASSET_KINDS,
             description=_DESCRIPTIONS[key],
             metadata=declared_metadata(key),
         )
@@ -225,7 +233,7 @@ def methodology_ladder(context: dg.AssetExecutionContext, warehouse: WarehouseRe
             state.reflections.select("run_id", "kind").unique(), on="run_id", how="left"
         )
         c_validation = validate(methodology_cases_schema(SETTINGS.reflection_windows_days), cases_with_kind)
-        e_validation = validate(LIFECYCLE_EVENTS_SCHEMA, state.events)
+        e_validation = validate(METHODOLOGY_LIFECYCLE_EVENTS_INVARIANTS, state.events)
         validations = [m_validation, c_validation, e_validation]
         if not all(v.passed for v in validations):
             raise _failure("methodology tables", validations)
@@ -292,12 +300,10 @@ def methodology_ladder(context: dg.AssetExecutionContext, warehouse: WarehouseRe
 # --------------------------------------------------------------------------------------- heartbeat
 
 
-@dg.asset(
-    metadata=declared_metadata(tables.HEARTBEAT_ASSET),
-    name=tables.HEARTBEAT_ASSET,
-    group_name=tables.LEARNING_GROUP,
+@table_asset(
+    tables.HEARTBEAT_ASSET,
+    group=tables.LEARNING_GROUP,
     deps=[*tables.LEARNINGS_ASSETS, *tables.METHODOLOGY_ASSETS],
-    kinds=KINDS,
     description="Heartbeat of the learning loop: one row per learning run (ok here, failed from a hook).",
     freshness_policy=feed_freshness(),
 )

@@ -46,17 +46,10 @@ INITIAL_CONFIDENCE = 0.1
 # what a methodology's first accepted proposal says of it (also the head of the stored table)
 PROPOSAL_FACTS: dict[str, pl.DataType] = {
     "methodology_id": pl.String(),
-    "name": pl.String(),
-    "description": pl.String(),
-    "direction": pl.String(),
-    "primary_signal": pl.String(),
-    "timeframe": pl.String(),
-    "indicators": pl.String(),
-    "asset_class": pl.String(),
-    "phases": pl.String(),
+    **{field: pl.String() for field in v.METHODOLOGY_PROPOSAL_FIELDS},
     "dedup_key": pl.String(),
 }
-BASE_SCHEMA = pl.Schema(
+CANDIDATE_BASE_DTYPES = pl.Schema(
     {
         **PROPOSAL_FACTS,
         "created_at": UTC_TS,
@@ -65,7 +58,7 @@ BASE_SCHEMA = pl.Schema(
         "source_output_id": pl.String(),
     }
 )
-CANDIDATE_EVENTS_SCHEMA = pl.Schema(
+CANDIDATE_EVENTS_DTYPES = pl.Schema(
     {
         "source_id": pl.String(),
         "methodology_id": pl.String(),
@@ -143,7 +136,7 @@ def _injection(proposal: Any, joined: str) -> dict[str, Any]:
 def parse_proposal(text: str | None) -> dict[str, Any]:
     """A proposal's normalized fields, its text for the injection scan, the scan's families
     (``injection``) and hits (``injection_hits``, JSON), and its validation problems."""
-    out: dict[str, Any] = {k: None for k in BASE_SCHEMA.names()}
+    out: dict[str, Any] = {k: None for k in CANDIDATE_BASE_DTYPES.names()}
     problems: list[str] = []
     try:
         body = json.loads(text) if text is not None else None
@@ -215,17 +208,10 @@ def parse_proposal(text: str | None) -> dict[str, Any]:
     return {**out, "scan_text": scan_text, **_injection(body, scan_text), "problems": problems}
 
 
-_PARSED_SCHEMA = pl.Schema(
+_PARSED_DTYPES = pl.Schema(
     {
         "proposed_methodology": pl.String(),
-        "name": pl.String(),
-        "description": pl.String(),
-        "direction": pl.String(),
-        "primary_signal": pl.String(),
-        "timeframe": pl.String(),
-        "indicators": pl.String(),
-        "asset_class": pl.String(),
-        "phases": pl.String(),
+        **{field: pl.String() for field in v.METHODOLOGY_PROPOSAL_FIELDS},
         "dedup_key": pl.String(),
         "scan_text": pl.String(),
         "injection": pl.List(pl.String()),
@@ -246,8 +232,8 @@ def parse_candidates(proposals: pl.DataFrame) -> pl.DataFrame:
     rows = []
     for text in uniq:
         parsed = parse_proposal(text)
-        rows.append({"proposed_methodology": text, **{k: parsed.get(k) for k in _PARSED_SCHEMA.names()[1:]}})
-    parsed = pl.DataFrame(rows, schema=_PARSED_SCHEMA) if rows else pl.DataFrame(schema=_PARSED_SCHEMA)
+        rows.append({"proposed_methodology": text, **{k: parsed.get(k) for k in _PARSED_DTYPES.names()[1:]}})
+    parsed = pl.DataFrame(rows, schema=_PARSED_DTYPES) if rows else pl.DataFrame(schema=_PARSED_DTYPES)
     return proposals.join(parsed, on="proposed_methodology", how="left").sort(
         "started_at", "run_id", "output_id"
     )
@@ -331,21 +317,14 @@ def resolve_candidates(candidates: pl.DataFrame) -> CandidateResult:
     base = (
         created.select(
             "methodology_id",
-            "name",
-            "description",
-            "direction",
-            "primary_signal",
-            "timeframe",
-            "indicators",
-            "asset_class",
-            "phases",
+            *v.METHODOLOGY_PROPOSAL_FIELDS,
             "dedup_key",
             pl.col("started_at").alias("created_at"),
             pl.col("output_id").alias("source_output_id"),
         )
         .join(stats, on="methodology_id", how="left")
-        .select(BASE_SCHEMA.names())
-        .cast(BASE_SCHEMA)  # type: ignore[arg-type]
+        .select(CANDIDATE_BASE_DTYPES.names())
+        .cast(CANDIDATE_BASE_DTYPES)  # type: ignore[arg-type]
         .sort("methodology_id")
     )
 
@@ -384,6 +363,6 @@ def resolve_candidates(candidates: pl.DataFrame) -> CandidateResult:
         .alias("detail"),
     )
     events = pl.concat(
-        [accepted_events.cast(CANDIDATE_EVENTS_SCHEMA), rejected_events.cast(CANDIDATE_EVENTS_SCHEMA)]
+        [accepted_events.cast(CANDIDATE_EVENTS_DTYPES), rejected_events.cast(CANDIDATE_EVENTS_DTYPES)]
     )  # type: ignore[arg-type]
     return CandidateResult(base=base, events=events.sort("ts", "source_id"))

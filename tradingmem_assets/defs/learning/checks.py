@@ -1,8 +1,8 @@
 """Learning-loop invariants re-read from the stored tables, so a hand edit fails a check."""
 
 from tradingmem_assets.defs.learning.invariants import (
-    LEARNINGS_SCHEMA,
-    LIFECYCLE_EVENTS_SCHEMA,
+    LEARNINGS_INVARIANTS,
+    METHODOLOGY_LIFECYCLE_EVENTS_INVARIANTS,
     methodologies_schema,
     methodology_cases_schema,
 )
@@ -31,7 +31,7 @@ LEARNING_CHECKS = stored_table_checks(
             table=tables.LEARNINGS,
             description="The stored learnings: ids, counters, weight = 0.95^ignored, no secret in any field.",
             read=_table(tables.LEARNINGS),
-            invariants=lambda _at: LEARNINGS_SCHEMA,
+            invariants=lambda _at: LEARNINGS_INVARIANTS,
             enabled=lambda: SETTINGS.learning_enabled,
         ),
         StoredTableCheck(
@@ -58,7 +58,7 @@ LEARNING_CHECKS = stored_table_checks(
             table=tables.METHODOLOGY_LIFECYCLE_EVENTS,
             description="The stored lifecycle events: known event kinds, unique ids.",
             read=_table(tables.METHODOLOGY_LIFECYCLE_EVENTS),
-            invariants=lambda _at: LIFECYCLE_EVENTS_SCHEMA,
+            invariants=lambda _at: METHODOLOGY_LIFECYCLE_EVENTS_INVARIANTS,
         ),
     ]
 )

@@ -11,7 +11,7 @@ import polars as pl
 
 from tradingmem_assets.lib.dtypes import UTC_TS
 
-HINTS_SCHEMA = pl.Schema(
+METHODOLOGY_CASE_HINTS_DTYPES = pl.Schema(
     {
         "injection_id": pl.String(),
         "methodology_id": pl.String(),
@@ -22,7 +22,7 @@ HINTS_SCHEMA = pl.Schema(
         "run_exists": pl.Boolean(),
     }
 )
-EVENTS_SCHEMA = pl.Schema(
+METHODOLOGY_LIFECYCLE_EVENTS_DTYPES = pl.Schema(
     {
         "event_id": pl.String(),
         "methodology_id": pl.String(),
@@ -72,7 +72,11 @@ def case_hints(
         .alias("methodology_exists"),
         pl.col("run_id").is_in(run_ids.implode()).alias("run_exists"),
     )
-    return hinted.select(HINTS_SCHEMA.names()).cast(HINTS_SCHEMA).sort("injected_at", "injection_id")  # type: ignore[arg-type]
+    return (
+        hinted.select(METHODOLOGY_CASE_HINTS_DTYPES.names())
+        .cast(METHODOLOGY_CASE_HINTS_DTYPES)
+        .sort("injected_at", "injection_id")
+    )  # type: ignore[arg-type]
 
 
 def all_events(candidate_events: pl.DataFrame, outcome_evts: pl.DataFrame) -> pl.DataFrame:
@@ -105,6 +109,6 @@ def all_events(candidate_events: pl.DataFrame, outcome_evts: pl.DataFrame) -> pl
     return (
         both.with_columns(order.alias("_order"))
         .sort("ts", "_order", "event_id")
-        .select(EVENTS_SCHEMA.names())
-        .cast(EVENTS_SCHEMA)  # type: ignore[arg-type]
+        .select(METHODOLOGY_LIFECYCLE_EVENTS_DTYPES.names())
+        .cast(METHODOLOGY_LIFECYCLE_EVENTS_DTYPES)  # type: ignore[arg-type]
     )

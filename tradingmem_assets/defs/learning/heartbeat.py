@@ -18,7 +18,7 @@ import polars as pl
 from tradingmem_assets.lib import tables
 from tradingmem_assets.lib.warehouse import ensure_table, transaction
 
-HEARTBEAT_SCHEMA = pl.Schema(
+METHODOLOGY_CRON_RUNS_DTYPES = pl.Schema(
     {
         "run_id": pl.String(),
         "job_name": pl.String(),
@@ -45,7 +45,7 @@ def write_heartbeat(
     now = datetime.now(UTC)
     text = json.dumps(detail, default=str, sort_keys=True)
     with transaction(con):
-        ensure_table(con, tables.METHODOLOGY_CRON_RUNS, pl.DataFrame(schema=HEARTBEAT_SCHEMA))
+        ensure_table(con, tables.METHODOLOGY_CRON_RUNS, pl.DataFrame(schema=METHODOLOGY_CRON_RUNS_DTYPES))
         if status == "failed":
             con.execute(
                 f"DELETE FROM {tables.METHODOLOGY_CRON_RUNS} WHERE run_id = ? AND status = 'ok'", [run_id]

@@ -1,6 +1,6 @@
 """Pandera (polars) models of the learning loop (SPEC section 8).
 
-- ``ROLE_OUTPUT_SCHEMAS``: the structured schemas institution roles declare (AnalystReport,
+- ``ROLE_OUTPUT_INVARIANTS``: the structured schemas institution roles declare (AnalystReport,
   TraderProposal, PortfolioDecision); a role output is kept only if it validates.
 - Invariants of the stored tables, named after the spec; the ones that protect users run as
   blocking asset checks: no secret in a learning, no injection pattern in a methodology, a graduated
@@ -63,7 +63,7 @@ TRADER_PROPOSAL = _role_output_schema(
 PORTFOLIO_DECISION = _role_output_schema(
     "PortfolioDecision", "The portfolio manager's decision: the action the reflection ladder scores."
 )
-ROLE_OUTPUT_SCHEMAS: dict[str, pa.DataFrameSchema] = {
+ROLE_OUTPUT_INVARIANTS: dict[str, pa.DataFrameSchema] = {
     s.name: s
     for s in (ANALYST_REPORT, TRADER_PROPOSAL, PORTFOLIO_DECISION)  # type: ignore[misc]
 }
@@ -99,7 +99,7 @@ def _turns_are_successes(data: pa.PolarsData) -> pl.LazyFrame:
     return data.lazyframe.select((pl.col("success_count") >= pl.col("turn_count")).alias("ok"))
 
 
-LEARNINGS_SCHEMA = pa.DataFrameSchema(
+LEARNINGS_INVARIANTS = pa.DataFrameSchema(
     {
         "learning_id": pa.Column(pl.String, pa.Check.str_matches(r"^l_[0-9a-f]{16}$"), unique=True),
         "name": pa.Column(pl.String, pa.Check.str_length(min_value=1)),
@@ -192,7 +192,7 @@ def methodology_cases_schema(windows: tuple[int, ...]) -> pa.DataFrameSchema:
     )
 
 
-LIFECYCLE_EVENTS_SCHEMA = pa.DataFrameSchema(
+METHODOLOGY_LIFECYCLE_EVENTS_INVARIANTS = pa.DataFrameSchema(
     {
         "event_id": pa.Column(pl.String, unique=True),
         "methodology_id": pa.Column(pl.String, nullable=True),

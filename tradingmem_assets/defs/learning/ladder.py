@@ -51,7 +51,7 @@ from tradingmem_assets.lib.wilson import wilson_lower_bounds
 
 RETURN_BAND = 0.005
 
-REFLECTIONS_SCHEMA = pl.Schema(
+INSTITUTION_REFLECTIONS_DTYPES = pl.Schema(
     {
         "run_id": pl.String(),
         "window": pl.Int64(),
@@ -66,7 +66,7 @@ REFLECTIONS_SCHEMA = pl.Schema(
         "known_at": UTC_TS,
     }
 )
-CASES_SCHEMA = pl.Schema(
+METHODOLOGY_CASES_DTYPES = pl.Schema(
     {
         "case_id": pl.String(),
         "methodology_id": pl.String(),
@@ -78,7 +78,7 @@ CASES_SCHEMA = pl.Schema(
         "applied": pl.Boolean(),
     }
 )
-METHODOLOGIES_SCHEMA = pl.Schema(
+METHODOLOGIES_DTYPES = pl.Schema(
     {
         **PROPOSAL_FACTS,
         "quarantine": pl.Int64(),
@@ -166,7 +166,11 @@ def reflect_runs(
         pl.when(pl.col("status") == "scored").then(pl.col("action")).alias("action"),
     )
     out = out.with_columns(pl.col("recorded_at").alias("known_at"))  # started_at + window
-    return out.select(REFLECTIONS_SCHEMA.names()).cast(REFLECTIONS_SCHEMA).sort("run_id", "window")  # type: ignore[arg-type]
+    return (
+        out.select(INSTITUTION_REFLECTIONS_DTYPES.names())
+        .cast(INSTITUTION_REFLECTIONS_DTYPES)
+        .sort("run_id", "window")
+    )  # type: ignore[arg-type]
 
 
 def build_cases(reflections: pl.DataFrame, citations: pl.DataFrame, base: pl.DataFrame) -> pl.DataFrame:
@@ -182,7 +186,11 @@ def build_cases(reflections: pl.DataFrame, citations: pl.DataFrame, base: pl.Dat
     cases = hashed_ids(cases, "case_id", "mc_", ["run_id", "window", "methodology_id"]).with_columns(
         pl.col("recorded_at").alias("known_at")  # the run's started_at + window (SPEC section 16)
     )
-    return cases.select(CASES_SCHEMA.names()).cast(CASES_SCHEMA).sort("recorded_at", "case_id")  # type: ignore[arg-type]
+    return (
+        cases.select(METHODOLOGY_CASES_DTYPES.names())
+        .cast(METHODOLOGY_CASES_DTYPES)
+        .sort("recorded_at", "case_id")
+    )  # type: ignore[arg-type]
 
 
 # --------------------------------------------------------------------------------------- fold
@@ -252,7 +260,7 @@ def apply_state(base: pl.DataFrame, timeline: pl.DataFrame) -> pl.DataFrame:
         pl.max_horizontal("last_proposed_at", "last_outcome_at", "created_at").alias("updated_at"),
         pl.col("created_at").alias("known_at"),  # its first accepted proposal's run started_at
     )
-    return out.select(METHODOLOGIES_SCHEMA.names()).cast(METHODOLOGIES_SCHEMA).sort("methodology_id")  # type: ignore[arg-type]
+    return out.select(METHODOLOGIES_DTYPES.names()).cast(METHODOLOGIES_DTYPES).sort("methodology_id")  # type: ignore[arg-type]
 
 
 # --------------------------------------------------------------------------------------- whole state

@@ -39,7 +39,7 @@ from tradingmem_assets.lib.dtypes import UTC_TS, as_utc
 
 IGNORE_DECAY = 0.95
 
-LEARNINGS_SCHEMA = pl.Schema(
+LEARNINGS_DTYPES = pl.Schema(
     {
         "learning_id": pl.String(),
         "name": pl.String(),
@@ -59,7 +59,7 @@ LEARNINGS_SCHEMA = pl.Schema(
         "source_turn_id": pl.String(),
     }
 )
-REVIEWS_SCHEMA = pl.Schema(
+LEARNING_REVIEWS_DTYPES = pl.Schema(
     {
         "turn_id": pl.String(),
         "started_at": UTC_TS,
@@ -70,8 +70,10 @@ REVIEWS_SCHEMA = pl.Schema(
         "learning_id": pl.String(),
     }
 )
-DELETIONS_SCHEMA = pl.Schema({"learning_id": pl.String(), "deleted_at": UTC_TS, "reason": pl.String()})
-FEEDBACK_REPORT_SCHEMA = pl.Schema(
+LEARNING_DELETIONS_DTYPES = pl.Schema(
+    {"learning_id": pl.String(), "deleted_at": UTC_TS, "reason": pl.String()}
+)
+LEARNING_FEEDBACK_REPORT_DTYPES = pl.Schema(
     {"feedback_id": pl.String(), "learning_id": pl.String(), "ts": UTC_TS, "status": pl.String()}
 )
 
@@ -176,7 +178,7 @@ def learnings_as_of(con: duckdb.DuckDBPyConnection, as_of: datetime) -> pl.DataF
             "table learnings has no known_at column (built by an older version): "
             "materialize learnings again before reading it as of an instant"
         )
-    fixed = [c for c in LEARNINGS_SCHEMA.names() if c not in COUNTER_COLUMNS]
+    fixed = [c for c in LEARNINGS_DTYPES.names() if c not in COUNTER_COLUMNS]
     counters = counters_query(
         tables.LEARNINGS, tables.LEARNING_REVIEWS, tables.raw_table("learning_feedback")
     )
@@ -185,7 +187,7 @@ def learnings_as_of(con: duckdb.DuckDBPyConnection, as_of: datetime) -> pl.DataF
         f"FROM {tables.LEARNINGS} l JOIN ({counters}) c USING (learning_id)"
     )
     frame = as_utc(con.sql(sql, params={"as_of": as_of}).pl())
-    return frame.select(LEARNINGS_SCHEMA.names()).cast(LEARNINGS_SCHEMA).sort("learning_id")  # type: ignore[arg-type]
+    return frame.select(LEARNINGS_DTYPES.names()).cast(LEARNINGS_DTYPES).sort("learning_id")  # type: ignore[arg-type]
 
 
 def _apply_rules(
@@ -283,7 +285,7 @@ def build_learnings(
                 "turn_id", "started_at", "outcome", "reason", "score", "candidate_learning_id", "learning_id"
             ),
         ]
-    ).cast(REVIEWS_SCHEMA)  # type: ignore[arg-type]
+    ).cast(LEARNING_REVIEWS_DTYPES)  # type: ignore[arg-type]
     reviews = reviews.sort("started_at", "turn_id")
 
     kept = clustered.filter(pl.col("outcome") != SUPPRESSED)
@@ -311,6 +313,8 @@ def build_learnings(
         pl.Series("guidance", guidance, dtype=pl.String),
         pl.col("tool_names").list.join(",").alias("tool_names"),
     )
-    learnings = out.select(LEARNINGS_SCHEMA.names()).cast(LEARNINGS_SCHEMA).sort("learning_id")  # type: ignore[arg-type]
-    fb_report = fb_report.select(FEEDBACK_REPORT_SCHEMA.names()).cast(FEEDBACK_REPORT_SCHEMA)  # type: ignore[arg-type]
+    learnings = out.select(LEARNINGS_DTYPES.names()).cast(LEARNINGS_DTYPES).sort("learning_id")  # type: ignore[arg-type]
+    fb_report = fb_report.select(LEARNING_FEEDBACK_REPORT_DTYPES.names()).cast(
+        LEARNING_FEEDBACK_REPORT_DTYPES
+    )  # type: ignore[arg-type]
     return LearningBuild(learnings=learnings, reviews=reviews, feedback=fb_report)

@@ -114,7 +114,7 @@ def parse_tool_calls(text: str | None) -> dict[str, Any]:
     return out
 
 
-_PARSED_SCHEMA = pl.Schema(
+_PARSED_DTYPES = pl.Schema(
     {
         "tool_calls": pl.String(),
         "tool_names": pl.List(pl.String()),
@@ -131,7 +131,7 @@ def _parse_unique(texts: pl.Series) -> pl.DataFrame:
     """Parse each distinct tool_calls text once (JSON with arbitrary args has no set-based parser)."""
     uniq = texts.unique(maintain_order=True).to_list()
     rows = [{"tool_calls": t, **parse_tool_calls(t)} for t in uniq]
-    return pl.DataFrame(rows, schema=_PARSED_SCHEMA) if rows else pl.DataFrame(schema=_PARSED_SCHEMA)
+    return pl.DataFrame(rows, schema=_PARSED_DTYPES) if rows else pl.DataFrame(schema=_PARSED_DTYPES)
 
 
 # --------------------------------------------------------------------------------------- review

@@ -16,11 +16,11 @@ from datetime import datetime
 import duckdb
 import polars as pl
 
-from tradingmem_assets.defs.learning.invariants import ROLE_OUTPUT_SCHEMAS
+from tradingmem_assets.defs.learning.invariants import ROLE_OUTPUT_INVARIANTS
 from tradingmem_assets.lib.dtypes import UTC_TS
 from tradingmem_assets.lib.warehouse import read_frame
 
-ROLE_SCHEMA: dict[str, str] = {
+ROLE_OUTPUT_SCHEMA_NAMES: dict[str, str] = {
     "analyst": "AnalystReport",
     "bull": "AnalystReport",
     "bear": "AnalystReport",
@@ -29,7 +29,7 @@ ROLE_SCHEMA: dict[str, str] = {
     "portfolio_manager": "PortfolioDecision",
 }
 
-REJECTS_SCHEMA = pl.Schema(
+INSTITUTION_OUTPUT_REJECTS_DTYPES = pl.Schema(
     {
         "output_id": pl.String(),
         "run_id": pl.String(),
@@ -66,7 +66,7 @@ def validate_outputs(outputs: pl.DataFrame) -> tuple[pl.DataFrame, pl.DataFrame]
     """(valid outputs, rejects): every output checked against its role's declared schema."""
     reasons: list[pl.DataFrame] = []
     indexed = outputs.with_row_index("_idx").with_columns(pl.col("_idx").cast(pl.Int64))
-    expected = pl.col("role").replace_strict(ROLE_SCHEMA, default=None, return_dtype=pl.String)
+    expected = pl.col("role").replace_strict(ROLE_OUTPUT_SCHEMA_NAMES, default=None, return_dtype=pl.String)
     indexed = indexed.with_columns(expected.alias("_expected"))
     reasons.append(
         indexed.filter(~pl.col("run_exists")).select("_idx", pl.lit("unknown_run").alias("reason"))
@@ -85,7 +85,7 @@ def validate_outputs(outputs: pl.DataFrame) -> tuple[pl.DataFrame, pl.DataFrame]
             ),
         )
     )
-    for name, schema in ROLE_OUTPUT_SCHEMAS.items():
+    for name, schema in ROLE_OUTPUT_INVARIANTS.items():
         subset = indexed.filter((pl.col("_expected") == name) & (pl.col("schema") == name))
         if subset.height == 0:
             continue
@@ -123,7 +123,7 @@ def validate_outputs(outputs: pl.DataFrame) -> tuple[pl.DataFrame, pl.DataFrame]
             pl.col("proposed_methodology").is_not_null().alias("has_proposal"),
             "started_at",
         )
-        .cast(REJECTS_SCHEMA)  # type: ignore[arg-type]
+        .cast(INSTITUTION_OUTPUT_REJECTS_DTYPES)  # type: ignore[arg-type]
         .sort("output_id")
     )
     return valid.sort("output_id"), rejects

@@ -7,7 +7,13 @@ from tradingmem_assets.defs.memory import promotion, sessions
 from tradingmem_assets.defs.profile import invariants as schemas
 from tradingmem_assets.defs.resources import WarehouseResource
 from tradingmem_assets.lib import tables
-from tradingmem_assets.lib.dagster_kit import check_result, declared_metadata, refuse_write, table_metadata
+from tradingmem_assets.lib.dagster_kit import (
+    check_result,
+    declared_metadata,
+    refuse_write,
+    table_asset,
+    table_metadata,
+)
 from tradingmem_assets.lib.dtypes import as_utc
 from tradingmem_assets.lib.tables import raw_key
 from tradingmem_assets.lib.validation import validate
@@ -15,11 +21,10 @@ from tradingmem_assets.lib.warehouse import read_columns, read_frame, replace_ta
 from tradingmem_assets.settings import SETTINGS
 
 
-@dg.asset(
-    metadata=declared_metadata("session_contexts"),
-    group_name=tables.PROFILE_GROUP,
+@table_asset(
+    "session_contexts",
+    group=tables.PROFILE_GROUP,
     deps=[raw_key("conversation_message")],
-    kinds={"duckdb", "polars"},
     description="Short-term memory: the newest messages (<= 4096 tokens) of each session active at as_of; "
     "never an input of the profile.",
     check_specs=[
@@ -135,7 +140,7 @@ def memory_promotion(context: dg.AssetExecutionContext, warehouse: WarehouseReso
         metadata={
             **table_metadata(
                 tables.MEMORY_PROMOTIONS,
-                pl.DataFrame(schema=promotion.MEMORY_PROMOTIONS_SCHEMA),
+                pl.DataFrame(schema=promotion.MEMORY_PROMOTIONS_DTYPES),
                 row_count=promotions,
             ),
             "as_of": as_of.isoformat(),
@@ -149,7 +154,7 @@ def memory_promotion(context: dg.AssetExecutionContext, warehouse: WarehouseReso
         asset_key="user_facts",
         metadata={
             **table_metadata(
-                tables.USER_FACTS, pl.DataFrame(schema=promotion.USER_FACTS_SCHEMA), row_count=facts
+                tables.USER_FACTS, pl.DataFrame(schema=promotion.USER_FACTS_DTYPES), row_count=facts
             ),
             "critical_facts": critical,
             "customers_with_facts": customers,

@@ -34,7 +34,7 @@ PROMOTION_MIN_CONFIDENCE = 0.90
 
 UNIT_STATUSES = ("not_yet_valid", "expired", "awaiting_adjudication", "below_threshold", "stale", "promoted")
 
-MEMORY_PROMOTIONS_SCHEMA = pl.Schema(
+MEMORY_PROMOTIONS_DTYPES = pl.Schema(
     {
         "unit_id": pl.String(),
         "customer_id": pl.String(),
@@ -55,7 +55,7 @@ MEMORY_PROMOTIONS_SCHEMA = pl.Schema(
     }
 )
 
-USER_FACTS_SCHEMA = pl.Schema(
+USER_FACTS_DTYPES = pl.Schema(
     {
         "fact_id": pl.String(),
         "customer_id": pl.String(),
@@ -152,14 +152,14 @@ def create_promotions(
     con: duckdb.DuckDBPyConnection, as_of: datetime, stale_days: int, table: str = tables.MEMORY_PROMOTIONS
 ) -> None:
     """The promotion decision of every memory unit known at ``as_of`` (created_at <= as_of), into
-    ``table`` (MEMORY_PROMOTIONS_SCHEMA, ordered by unit_id). Reads raw.memory_unit and
+    ``table`` (MEMORY_PROMOTIONS_DTYPES, ordered by unit_id). Reads raw.memory_unit and
     raw.memory_evidence; ``evidence_rows`` counts the unit's evidence rows known at ``as_of``."""
     params = {"as_of": as_of, "stale_before": as_of - timedelta(days=stale_days), "stale_days": stale_days}
     con.execute(f"CREATE OR REPLACE TABLE {table} AS {PROMOTIONS_SQL} ORDER BY unit_id", params)
 
 
 def user_facts_sql(promotions: str) -> str:
-    """The long-term facts (USER_FACTS_SCHEMA): one per promoted unit of ``promotions``."""
+    """The long-term facts (USER_FACTS_DTYPES): one per promoted unit of ``promotions``."""
     critical = ", ".join(sql_literal(k) for k in CRITICAL_FACT_KEYS)
     return f"""
 SELECT 'uf_' || left(sha256(unit_id), 16) AS fact_id, customer_id, fact_key, fact_value,
@@ -210,7 +210,7 @@ def classify_units(
         out = con.sql("SELECT * FROM _promotions ORDER BY unit_id").pl()
     finally:
         con.close()
-    return as_utc(out).cast(MEMORY_PROMOTIONS_SCHEMA)  # type: ignore[arg-type]
+    return as_utc(out).cast(MEMORY_PROMOTIONS_DTYPES)  # type: ignore[arg-type]
 
 
 def user_facts(promotions: pl.DataFrame) -> pl.DataFrame:
@@ -221,7 +221,7 @@ def user_facts(promotions: pl.DataFrame) -> pl.DataFrame:
         out = con.sql(f"{user_facts_sql('_promotions')} ORDER BY customer_id, fact_key, fact_id").pl()
     finally:
         con.close()
-    return as_utc(out).cast(USER_FACTS_SCHEMA)  # type: ignore[arg-type]
+    return as_utc(out).cast(USER_FACTS_DTYPES)  # type: ignore[arg-type]
 
 
 def units_awaiting_adjudication(units: pl.DataFrame, as_of: datetime) -> pl.DataFrame:

@@ -38,7 +38,7 @@ CJK_CLASS = (
 )
 
 
-SESSION_CONTEXTS_SCHEMA = pl.Schema(
+SESSION_CONTEXTS_DTYPES = pl.Schema(
     {
         "session_id": pl.String(),
         "customer_id": pl.String(),
@@ -166,8 +166,8 @@ def session_contexts(
         )
         .with_columns(_json_list("messages").alias("messages"))
         .join(usable, on="session_id", how="left")
-        .select(SESSION_CONTEXTS_SCHEMA.names())
-        .cast(SESSION_CONTEXTS_SCHEMA)  # type: ignore[arg-type]
+        .select(SESSION_CONTEXTS_DTYPES.names())
+        .cast(SESSION_CONTEXTS_DTYPES)  # type: ignore[arg-type]
         .sort("session_id")
     )
     return SessionContexts(contexts=contexts, mixed_customer_sessions=mixed, active_sessions=active.height)

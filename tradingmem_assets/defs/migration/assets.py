@@ -12,7 +12,7 @@ import polars as pl
 
 from tradingmem_assets.defs.migration.backup import (
     LEGACY_COLUMNS,
-    MANIFEST_SCHEMA,
+    MIGRATION_BACKUPS_DTYPES,
     BackupIntegrityError,
     MigrationInputError,
     decode_backup,
@@ -40,17 +40,21 @@ from tradingmem_assets.defs.migration.checks import (
     failures_as_validation,
     validation_result,
 )
-from tradingmem_assets.defs.migration.classification import CASES_SCHEMA, REJECTS_SCHEMA, classify
+from tradingmem_assets.defs.migration.classification import (
+    MIGRATED_ROLE_CASES_DTYPES,
+    MIGRATION_REJECTS_DTYPES,
+    classify,
+)
 from tradingmem_assets.defs.migration.conservation import (
-    REPORT_SCHEMA,
+    MIGRATION_CONSERVATION_REPORT_DTYPES,
     conservation_report,
     inspect_backups,
     partition_counts,
 )
 from tradingmem_assets.defs.migration.invariants import (
-    CONSERVATION_REPORT_SCHEMA,
-    MIGRATION_BACKUPS_SCHEMA,
-    MIGRATION_REJECTS_SCHEMA,
+    MIGRATION_BACKUPS_INVARIANTS,
+    MIGRATION_CONSERVATION_REPORT_INVARIANTS,
+    MIGRATION_REJECTS_INVARIANTS,
     migrated_role_cases_schema,
 )
 from tradingmem_assets.defs.migration.partitions import LEGACY_MONTHLY_PARTITIONS
@@ -123,7 +127,7 @@ def legacy_role_memory_backup(context: dg.AssetExecutionContext, warehouse: Ware
         manifest = manifest_rows(
             backups, read_manifest(con, tables.MIGRATION_BACKUPS, keys), warehouse.as_of_ts
         )
-        manifest_check = validate(MIGRATION_BACKUPS_SCHEMA, manifest)
+        manifest_check = validate(MIGRATION_BACKUPS_INVARIANTS, manifest)
         if not manifest_check.passed:
             raise dg.Failure(
                 description="the backup manifest would break its invariants; nothing was written",
@@ -132,7 +136,7 @@ def legacy_role_memory_backup(context: dg.AssetExecutionContext, warehouse: Ware
         staged = [(b, stage_backup(b)) for b in backups]
         try:
             with transaction(con):
-                _replace_partitions(con, tables.MIGRATION_BACKUPS, MANIFEST_SCHEMA, keys, manifest)
+                _replace_partitions(con, tables.MIGRATION_BACKUPS, MIGRATION_BACKUPS_DTYPES, keys, manifest)
                 # the files move into place only while the manifest write can still roll back
                 for backup, tmp in staged:
                     if tmp is not None:
@@ -227,7 +231,7 @@ def migrated_role_cases(context: dg.AssetExecutionContext, warehouse: WarehouseR
         validation = combined(
             "migrated_role_cases",
             validate(migrated_role_cases_schema(roles), cases),
-            validate(MIGRATION_REJECTS_SCHEMA, rejects),
+            validate(MIGRATION_REJECTS_INVARIANTS, rejects),
         )
         if not validation.passed:
             raise dg.Failure(
@@ -235,8 +239,8 @@ def migrated_role_cases(context: dg.AssetExecutionContext, warehouse: WarehouseR
                 metadata={"summary": dg.MetadataValue.md(validation.summary())},
             )
         with transaction(con):
-            _replace_partitions(con, tables.MIGRATED_ROLE_CASES, CASES_SCHEMA, keys, cases)
-            _replace_partitions(con, tables.MIGRATION_REJECTS, REJECTS_SCHEMA, keys, rejects)
+            _replace_partitions(con, tables.MIGRATED_ROLE_CASES, MIGRATED_ROLE_CASES_DTYPES, keys, cases)
+            _replace_partitions(con, tables.MIGRATION_REJECTS, MIGRATION_REJECTS_DTYPES, keys, rejects)
 
     def metadata_of(key: str) -> dict:
         part, part_rejects = _rows_of(cases, key), _rows_of(rejects, key)
@@ -286,8 +290,10 @@ def migration_conservation_report(context: dg.AssetExecutionContext, warehouse: 
         # The report is the finding: it is written even when a partition is not conserved, so the
         # operator can read why; the blocking check below then stops the run.
         with transaction(con):
-            _replace_partitions(con, tables.MIGRATION_CONSERVATION_REPORT, REPORT_SCHEMA, keys, report)
-    validation = validate(CONSERVATION_REPORT_SCHEMA, report)
+            _replace_partitions(
+                con, tables.MIGRATION_CONSERVATION_REPORT, MIGRATION_CONSERVATION_REPORT_DTYPES, keys, report
+            )
+    validation = validate(MIGRATION_CONSERVATION_REPORT_INVARIANTS, report)
     bad = report.filter(~pl.col("conserved")).select("partition_key", "detail")
     result = validation_result(CONSERVATION_CHECK, validation, REPORT_ASSET)
 

@@ -28,16 +28,16 @@ from tradingmem_assets.lib.warehouse import read_frame, table_exists
 LEGACY_TABLE = tables.raw_table("legacy_role_memory")
 BACKUP_SUBDIR = "legacy_role_memory"
 
-LEGACY_SCHEMA: pl.Schema = LANDING_TABLES["legacy_role_memory"].polars_schema()
-LEGACY_COLUMNS: list[str] = list(LEGACY_SCHEMA.names())
+LEGACY_ROLE_MEMORY_DTYPES: pl.Schema = LANDING_TABLES["legacy_role_memory"].polars_schema()
+LEGACY_COLUMNS: list[str] = list(LEGACY_ROLE_MEMORY_DTYPES.names())
 
 # The backup's Arrow schema, fixed so the same rows always give the same bytes.
 _ARROW_TYPES = {pl.String(): pa.string(), pl.Float64(): pa.float64(), UTC_TS: pa.timestamp("us", tz="UTC")}
-BACKUP_ARROW_SCHEMA = pa.schema(
-    [pa.field(name, _ARROW_TYPES[dtype]) for name, dtype in LEGACY_SCHEMA.items()]
+LEGACY_BACKUP_ARROW_TYPES = pa.schema(
+    [pa.field(name, _ARROW_TYPES[dtype]) for name, dtype in LEGACY_ROLE_MEMORY_DTYPES.items()]
 )
 
-MANIFEST_SCHEMA = pl.Schema(
+MIGRATION_BACKUPS_DTYPES = pl.Schema(
     {
         "partition_key": pl.String(),
         "path": pl.String(),
@@ -95,7 +95,7 @@ def legacy_rows(con: duckdb.DuckDBPyConnection, partition_keys: Sequence[str]) -
         f"WHERE list_contains(?, {partition_key_sql()}) ORDER BY partition_key, legacy_id",
         [list(partition_keys)],
     )
-    return frame.cast({"partition_key": pl.String(), **dict(LEGACY_SCHEMA)})  # type: ignore[arg-type]
+    return frame.cast({"partition_key": pl.String(), **dict(LEGACY_ROLE_MEMORY_DTYPES)})  # type: ignore[arg-type]
 
 
 def rows_outside_partitions(con: duckdb.DuckDBPyConnection, first_key: str, last_key: str) -> pl.DataFrame:
@@ -120,8 +120,8 @@ def encode_backup(rows: pl.DataFrame) -> bytes:
     pyarrow version. Verification always compares with the manifest, never re-encodes.
     """
     table = (
-        rows.select(LEGACY_COLUMNS).cast(dict(LEGACY_SCHEMA)).sort("legacy_id").to_arrow()  # type: ignore[arg-type]
-    ).cast(BACKUP_ARROW_SCHEMA)
+        rows.select(LEGACY_COLUMNS).cast(dict(LEGACY_ROLE_MEMORY_DTYPES)).sort("legacy_id").to_arrow()  # type: ignore[arg-type]
+    ).cast(LEGACY_BACKUP_ARROW_TYPES)
     sink = io.BytesIO()
     pq.write_table(
         table,
@@ -141,7 +141,7 @@ def encode_backup(rows: pl.DataFrame) -> bytes:
 def decode_backup(data: bytes) -> pl.DataFrame:
     """The legacy rows held in backup bytes."""
     frame = pl.read_parquet(io.BytesIO(data))
-    return frame.select(LEGACY_COLUMNS).cast(dict(LEGACY_SCHEMA))  # type: ignore[arg-type]
+    return frame.select(LEGACY_COLUMNS).cast(dict(LEGACY_ROLE_MEMORY_DTYPES))  # type: ignore[arg-type]
 
 
 @dataclass(frozen=True)
@@ -190,14 +190,14 @@ def manifest_rows(backups: Sequence[PreparedBackup], previous: pl.DataFrame, as_
             "row_count": [b.row_count for b in backups],
             "sha256": [b.sha256 for b in backups],
         },
-        schema={k: v for k, v in MANIFEST_SCHEMA.items() if k != "created_at"},
+        schema={k: v for k, v in MIGRATION_BACKUPS_DTYPES.items() if k != "created_at"},
     )
     prev = previous.select("partition_key", "sha256", pl.col("created_at").alias("_prev"))
     return (
         fresh.join(prev, on=["partition_key", "sha256"], how="left")
         .with_columns(pl.coalesce("_prev", pl.lit(as_of, dtype=UTC_TS)).alias("created_at"))
-        .select(MANIFEST_SCHEMA.names())
-        .cast(dict(MANIFEST_SCHEMA))  # type: ignore[arg-type]
+        .select(MIGRATION_BACKUPS_DTYPES.names())
+        .cast(dict(MIGRATION_BACKUPS_DTYPES))  # type: ignore[arg-type]
         .sort("partition_key")
     )
 
@@ -226,12 +226,12 @@ def verify_backup(partition_key: str, path: str | Path, expected_sha256: str) ->
 
 def read_manifest(con: duckdb.DuckDBPyConnection, table: str, partition_keys: Sequence[str]) -> pl.DataFrame:
     if not table_exists(con, table):
-        return pl.DataFrame(schema=MANIFEST_SCHEMA)
+        return pl.DataFrame(schema=MIGRATION_BACKUPS_DTYPES)
     return read_frame(
         con,
         f"SELECT * FROM {table} WHERE list_contains(?, partition_key) ORDER BY ALL",
         [list(partition_keys)],
-    ).cast(dict(MANIFEST_SCHEMA))  # type: ignore[arg-type]
+    ).cast(dict(MIGRATION_BACKUPS_DTYPES))  # type: ignore[arg-type]
 
 
 def manifest_by_key(manifest: pl.DataFrame) -> dict[str, dict]:
@@ -271,6 +271,6 @@ def load_verified_backups(manifest: pl.DataFrame, partition_keys: Sequence[str])
     if problems:
         raise BackupIntegrityError("\n".join(messages), problems)
     empty = pl.DataFrame(
-        schema={**dict(LEGACY_SCHEMA), "partition_key": pl.String(), "backup_sha256": pl.String()}
+        schema={**dict(LEGACY_ROLE_MEMORY_DTYPES), "partition_key": pl.String(), "backup_sha256": pl.String()}
     )
     return pl.concat([empty, *frames], how="diagonal_relaxed") if frames else empty

@@ -38,7 +38,7 @@ def partition_key_expr(column: str = "created_at") -> pl.Expr:
     return pl.col(column).dt.convert_time_zone("UTC").dt.truncate("1mo").dt.strftime("%Y-%m-%d")
 
 
-CASES_SCHEMA = pl.Schema(
+MIGRATED_ROLE_CASES_DTYPES = pl.Schema(
     {
         "legacy_id": pl.String(),
         "role_id": pl.String(),
@@ -56,7 +56,7 @@ CASES_SCHEMA = pl.Schema(
         "backup_sha256": pl.String(),
     }
 )
-REJECTS_SCHEMA = pl.Schema(
+MIGRATION_REJECTS_DTYPES = pl.Schema(
     {
         "legacy_id": pl.String(),
         "partition_key": pl.String(),
@@ -120,7 +120,7 @@ def classify(rows: pl.DataFrame, roles: Mapping[str, str]) -> tuple[pl.DataFrame
             "created_at",
             "backup_sha256",
         )
-        .cast(dict(REJECTS_SCHEMA))  # type: ignore[arg-type]
+        .cast(dict(MIGRATION_REJECTS_DTYPES))  # type: ignore[arg-type]
         .sort("partition_key", "legacy_id")
     )
     known = pl.col("skill_id").is_not_null()
@@ -146,7 +146,7 @@ def classify(rows: pl.DataFrame, roles: Mapping[str, str]) -> tuple[pl.DataFrame
             "partition_key",
             "backup_sha256",
         )
-        .cast(dict(CASES_SCHEMA))  # type: ignore[arg-type]
+        .cast(dict(MIGRATED_ROLE_CASES_DTYPES))  # type: ignore[arg-type]
         .sort("partition_key", "legacy_id")
     )
     return cases, rejects

@@ -4,7 +4,7 @@ schemas the assets declare, so the UI shows them before the first materializatio
 from tradingmem_assets.lib import tables
 from tradingmem_assets.lib.columns import TableDoc
 
-TABLES = (
+MIGRATION_TABLE_DOCS = (
     TableDoc(
         tables.main_table("migrated_role_cases"),
         "Legacy role memory migrated (known roles) or quarantined (unknown roles), never scoring-eligible.",

@@ -19,7 +19,7 @@ from tradingmem_assets.defs.migration.backup import manifest_by_key, sha256_hex
 from tradingmem_assets.defs.migration.classification import MIGRATED, QUARANTINED
 from tradingmem_assets.lib.warehouse import read_frame, table_exists
 
-REPORT_SCHEMA = pl.Schema(
+MIGRATION_CONSERVATION_REPORT_DTYPES = pl.Schema(
     {
         "partition_key": pl.String(),
         "rows_in": pl.Int64(),
@@ -169,6 +169,6 @@ def conservation_report(backups: pl.DataFrame, counts: pl.DataFrame) -> pl.DataF
             pl.col("manifest_sha256").alias("backup_sha256"),
             pl.when(detail.list.len() > 0).then(detail.list.join("; ")).alias("detail"),
         )
-        .cast(dict(REPORT_SCHEMA))  # type: ignore[arg-type]
+        .cast(dict(MIGRATION_CONSERVATION_REPORT_DTYPES))  # type: ignore[arg-type]
         .sort("partition_key")
     )

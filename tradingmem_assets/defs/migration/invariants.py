@@ -79,7 +79,7 @@ def migrated_role_cases_schema(known_roles: Iterable[str]) -> pa.DataFrameSchema
     return _migrated_role_cases_schema(frozenset(known_roles))
 
 
-MIGRATION_REJECTS_SCHEMA = pa.DataFrameSchema(
+MIGRATION_REJECTS_INVARIANTS = pa.DataFrameSchema(
     {
         "legacy_id": pa.Column(pl.String, unique=True),
         "partition_key": PARTITION_KEY,
@@ -100,7 +100,7 @@ MIGRATION_REJECTS_SCHEMA = pa.DataFrameSchema(
     name="migration_rejects",
 )
 
-MIGRATION_BACKUPS_SCHEMA = pa.DataFrameSchema(
+MIGRATION_BACKUPS_INVARIANTS = pa.DataFrameSchema(
     {
         "partition_key": pa.Column(pl.String, pa.Check.str_matches(r"^\d{4}-\d{2}-01$"), unique=True),
         "path": pa.Column(pl.String, pa.Check.str_length(min_value=1)),
@@ -113,7 +113,7 @@ MIGRATION_BACKUPS_SCHEMA = pa.DataFrameSchema(
 )
 
 _COUNTS = ("rows_in", "migrated", "quarantined", "rejected")
-CONSERVATION_REPORT_SCHEMA = pa.DataFrameSchema(
+MIGRATION_CONSERVATION_REPORT_INVARIANTS = pa.DataFrameSchema(
     {
         "partition_key": pa.Column(pl.String, pa.Check.str_matches(r"^\d{4}-\d{2}-01$"), unique=True),
         **{c: pa.Column(pl.Int64, pa.Check.ge(0)) for c in _COUNTS},

@@ -4,7 +4,7 @@ schemas the assets declare, so the UI shows them before the first materializatio
 from tradingmem_assets.lib import tables
 from tradingmem_assets.lib.columns import TableDoc
 
-TABLES = (
+OPERATIONS_TABLE_DOCS = (
     TableDoc(
         tables.main_table("warehouse_runs"),
         "Runs that wrote the warehouse, with their as_of (learning runs move forward).",

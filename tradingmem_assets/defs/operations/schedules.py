@@ -10,6 +10,7 @@ from typing import TYPE_CHECKING
 import dagster as dg
 
 from tradingmem_assets.defs.operations.jobs import trading_memory_job, warehouse_checks_job
+from tradingmem_assets.defs.operations.runs import TRIGGER_TAG
 from tradingmem_assets.settings import DEFAULT_CHECKS_SCHEDULE_CRON, DEFAULT_SCHEDULE_CRON, SETTINGS
 
 if TYPE_CHECKING:  # what define_asset_job returns; not exported at the top level
@@ -20,7 +21,6 @@ log = logging.getLogger("tradingmem.operations")
 TRADING_MEMORY_SCHEDULE_NAME = "trading_memory_schedule"
 WAREHOUSE_CHECKS_SCHEDULE_NAME = "warehouse_checks_schedule"
 SCHEDULE_TIMEZONE = "UTC"
-TRIGGER_TAG = "tradingmem/trigger"
 
 
 def default_status(automation: bool) -> dg.DefaultScheduleStatus:

@@ -21,7 +21,13 @@ from tradingmem_assets.defs.profile.writes import (
 )
 from tradingmem_assets.defs.resources import WarehouseResource
 from tradingmem_assets.lib import tables
-from tradingmem_assets.lib.dagster_kit import check_result, declared_metadata, refuse_write, table_metadata
+from tradingmem_assets.lib.dagster_kit import (
+    check_result,
+    declared_metadata,
+    refuse_write,
+    table_asset,
+    table_metadata,
+)
 from tradingmem_assets.lib.sql_json import sql_literal
 from tradingmem_assets.lib.tables import raw_key
 from tradingmem_assets.lib.validation import customer_ranges, validate, validate_by_customer
@@ -126,7 +132,7 @@ def customer_profile(context: dg.AssetExecutionContext, warehouse: WarehouseReso
             con.execute(f"CREATE OR REPLACE TEMP TABLE {EXPECTED} AS {expected}", [as_of])
             profile_validation = validate_by_customer(
                 con,
-                schemas.FIN_CUSTOMER_PROFILE_SCHEMA,
+                schemas.FIN_CUSTOMER_PROFILE_INVARIANTS,
                 profile_checked_sql,
                 customer_ranges(con, BUILD, CHUNK_SIZE),
             )
@@ -144,7 +150,7 @@ def customer_profile(context: dg.AssetExecutionContext, warehouse: WarehouseReso
             superseded, appended = supersede_and_append(con, BUILD, as_of)
             removed = remove_vanished(con, BUILD)
             snapshot_validation = validate(
-                schemas.PROFILE_SNAPSHOTS_SCHEMA, read_frame(con, SNAPSHOTS_CHECKED_SQL)
+                schemas.PROFILE_SNAPSHOTS_INVARIANTS, read_frame(con, SNAPSHOTS_CHECKED_SQL)
             )
             yield from refuse_write(
                 snapshot_validation, "profile_snapshots", [(schemas.ONE_CURRENT_CHECK, "profile_snapshots")]
@@ -165,7 +171,7 @@ def customer_profile(context: dg.AssetExecutionContext, warehouse: WarehouseReso
         metadata={
             **table_metadata(
                 tables.FIN_CUSTOMER_PROFILE,
-                pl.DataFrame(schema=fields.PROFILE_SCHEMA),
+                pl.DataFrame(schema=fields.FIN_CUSTOMER_PROFILE_DTYPES),
                 row_count=counts["profiles"],
             ),
             "as_of": as_of.isoformat(),
@@ -188,7 +194,7 @@ def customer_profile(context: dg.AssetExecutionContext, warehouse: WarehouseReso
         metadata={
             **table_metadata(
                 tables.PROFILE_SNAPSHOTS,
-                pl.DataFrame(schema=snapshots.SNAPSHOTS_SCHEMA),
+                pl.DataFrame(schema=snapshots.PROFILE_SNAPSHOTS_DTYPES),
                 row_count=counts["snapshots"],
             ),
             "appended_versions": appended,
@@ -218,11 +224,11 @@ ORDER BY customer_id
 """
 
 
-@dg.asset(
-    metadata=declared_metadata("advisor_customer_view"),
-    group_name=tables.PROFILE_GROUP,
+@table_asset(
+    "advisor_customer_view",
+    group=tables.PROFILE_GROUP,
+    kinds=frozenset({"duckdb"}),
     deps=["fin_customer_profile"],
-    kinds={"duckdb"},
     description="What advisors and risk see: the current profile only (never memory_unit), with the "
     "suitability ceiling (C1->R1 ... C5->R5) and the conflict flag.",
 )
@@ -248,11 +254,10 @@ def advisor_customer_view(warehouse: WarehouseResource) -> dg.MaterializeResult:
     )
 
 
-@dg.asset(
-    metadata=declared_metadata("customer_kb"),
-    group_name=tables.PROFILE_GROUP,
+@table_asset(
+    "customer_kb",
+    group=tables.PROFILE_GROUP,
     deps=[raw_key("kb_documents")],
-    kinds={"duckdb", "polars"},
     description="The customer-facing knowledge base: public kb_documents only.",
     check_specs=[
         dg.AssetCheckSpec(
@@ -270,7 +275,7 @@ def customer_kb(warehouse: WarehouseResource):
         )
         kb = knowledge_base.customer_kb(documents)
         source = read_frame(con, "SELECT doc_id, visibility AS source_visibility FROM raw.kb_documents")
-        validation = validate(schemas.CUSTOMER_KB_SCHEMA, kb.join(source, on="doc_id", how="left"))
+        validation = validate(schemas.CUSTOMER_KB_INVARIANTS, kb.join(source, on="doc_id", how="left"))
         yield from refuse_write(validation, "customer_kb", [(schemas.KB_CHECK, "customer_kb")])
         with transaction(con):
             replace_table(con, tables.CUSTOMER_KB, kb)

@@ -26,9 +26,9 @@ from tradingmem_assets.defs.profile.basis import (
 from tradingmem_assets.defs.profile.fields import (
     BEHAVIOR_WINDOW,
     FACT_PREFIXES,
+    FIN_CUSTOMER_PROFILE_DTYPES,
     FREQUENCY_WINDOW,
     PROFILE_FIELDS,
-    PROFILE_SCHEMA,
     SUITABILITY_CONFLICT_TAG,
     self_reports,
 )
@@ -198,7 +198,7 @@ FROM (SELECT *, {lower_hex_escapes("profile_text")} AS profile
 def create_profiles(con: duckdb.DuckDBPyConnection, as_of: datetime, table: str) -> None:
     """Build every profile into the temp table ``table``, ordered by customer_id.
 
-    Columns: PROFILE_SCHEMA's values (without generation_basis and profile_version),
+    Columns: FIN_CUSTOMER_PROFILE_DTYPES's values (without generation_basis and profile_version),
     ``snapshot_hash``, ``profile`` (the canonical JSON the hash covers), and the row ids and
     reasons ``generation_basis_sql`` and ``basis_struct_sql`` read. Needs raw.customers,
     raw.questionnaire_results, raw.customer_transactions, main.user_facts and main.memory_promotions.
@@ -220,10 +220,10 @@ def create_profiles(con: duckdb.DuckDBPyConnection, as_of: datetime, table: str)
 
 
 def profile_rows_sql(source: str, also: tuple[str, ...] = ()) -> str:
-    """PROFILE_SCHEMA's columns plus ``profile`` (and the ``also`` columns) from ``source``: rows of
+    """FIN_CUSTOMER_PROFILE_DTYPES's columns plus ``profile`` (and the ``also`` columns) from ``source``: rows of
     a ``create_profiles`` table with their ``profile_version``, kept in ``source``'s order.
     generation_basis, the widest column, is written only here, once the rows are sorted and filtered."""
-    columns = [*PROFILE_SCHEMA.names()[:-3], f"{generation_basis_sql()} AS generation_basis"]
+    columns = [*FIN_CUSTOMER_PROFILE_DTYPES.names()[:-3], f"{generation_basis_sql()} AS generation_basis"]
     columns += ["snapshot_hash", "profile_version", "profile", *also]
     return f"SELECT {', '.join(columns)} FROM {source}"
 
@@ -283,7 +283,7 @@ def build_profiles(
 
     ``customers``/``questionnaires``/``transactions``: the raw landing columns. ``facts``: user_facts.
     ``promotions`` (optional): memory_promotions, only used to explain why a unit is not a fact.
-    Returns PROFILE_SCHEMA columns (``profile_version`` null) plus ``profile`` and ``basis``
+    Returns FIN_CUSTOMER_PROFILE_DTYPES columns (``profile_version`` null) plus ``profile`` and ``basis``
     (generation_basis as a struct, for validation).
     """
     frames = [customers, questionnaires, transactions, facts, promotions]
@@ -304,4 +304,4 @@ def build_profiles(
         built = con.sql(profile_rows_sql(rows, also=("basis",))).pl()
     finally:
         con.close()
-    return built.cast({**PROFILE_SCHEMA, "profile": pl.String()})  # type: ignore[arg-type]
+    return built.cast({**FIN_CUSTOMER_PROFILE_DTYPES, "profile": pl.String()})  # type: ignore[arg-type]

@@ -7,9 +7,9 @@ import polars as pl
 from tradingmem_assets.defs.profile import fields
 from tradingmem_assets.defs.profile.invariants import (
     BASIS_CHECK,
-    CUSTOMER_KB_SCHEMA,
+    CUSTOMER_KB_INVARIANTS,
     INVESTOR_TYPE_CHECK,
-    PROFILE_SNAPSHOTS_SCHEMA,
+    PROFILE_SNAPSHOTS_INVARIANTS,
     latest_investor_types_sql,
 )
 from tradingmem_assets.lib import tables
@@ -71,7 +71,7 @@ PROFILE_CHECKS = stored_table_checks(
             table=tables.PROFILE_SNAPSHOTS,
             description="Versions 1..n per customer, exactly one current snapshot, matching the profile.",
             read=lambda con, _at: read_frame(con, SNAPSHOTS_READ_SQL),
-            invariants=lambda _at: PROFILE_SNAPSHOTS_SCHEMA,
+            invariants=lambda _at: PROFILE_SNAPSHOTS_INVARIANTS,
         ),
         StoredTableCheck(
             name="stored_no_internal_document_in_customer_kb",
@@ -79,7 +79,7 @@ PROFILE_CHECKS = stored_table_checks(
             table=tables.CUSTOMER_KB,
             description="Only public kb_documents reach customer_kb (checked against the source visibility).",
             read=lambda con, _at: read_frame(con, KB_READ_SQL),
-            invariants=lambda _at: CUSTOMER_KB_SCHEMA,
+            invariants=lambda _at: CUSTOMER_KB_INVARIANTS,
         ),
     ]
 )

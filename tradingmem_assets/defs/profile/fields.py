@@ -88,7 +88,7 @@ FIELD_OWNERS: dict[str, str] = {
     "opened_at": "customers",
 }
 
-PROFILE_SCHEMA = pl.Schema(
+FIN_CUSTOMER_PROFILE_DTYPES = pl.Schema(
     {
         "customer_id": pl.String(),
         "investor_type": pl.String(),

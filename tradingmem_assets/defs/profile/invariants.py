@@ -74,7 +74,7 @@ def latest_investor_types_sql() -> str:
     )
 
 
-FIN_CUSTOMER_PROFILE_SCHEMA = pa.DataFrameSchema(
+FIN_CUSTOMER_PROFILE_INVARIANTS = pa.DataFrameSchema(
     {
         "customer_id": pa.Column(pl.String, unique=True),
         "investor_type": pa.Column(pl.String, pa.Check.isin(list(INVESTOR_TYPES)), nullable=True),
@@ -127,7 +127,7 @@ def _snapshot_checks() -> list[pa.Check]:
     ]
 
 
-PROFILE_SNAPSHOTS_SCHEMA = pa.DataFrameSchema(
+PROFILE_SNAPSHOTS_INVARIANTS = pa.DataFrameSchema(
     {
         "snapshot_id": pa.Column(pl.String, unique=True),
         "customer_id": pa.Column(pl.String),
@@ -144,7 +144,7 @@ PROFILE_SNAPSHOTS_SCHEMA = pa.DataFrameSchema(
 
 # --- customer_kb ---------------------------------------------------------------------------------
 
-CUSTOMER_KB_SCHEMA = pa.DataFrameSchema(
+CUSTOMER_KB_INVARIANTS = pa.DataFrameSchema(
     {
         "doc_id": pa.Column(pl.String, unique=True),
         "title": pa.Column(pl.String),

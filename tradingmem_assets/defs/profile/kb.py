@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import polars as pl
 
-CUSTOMER_KB_SCHEMA = pl.Schema(
+CUSTOMER_KB_DTYPES = pl.Schema(
     {"doc_id": pl.String(), "title": pl.String(), "body": pl.String(), "visibility": pl.String()}
 )
 
@@ -13,7 +13,7 @@ def customer_kb(documents: pl.DataFrame) -> pl.DataFrame:
     """The customer-facing knowledge base: public documents only (internal ones never reach it)."""
     return (
         documents.filter(pl.col("visibility") == "public")
-        .select(CUSTOMER_KB_SCHEMA.names())
-        .cast(CUSTOMER_KB_SCHEMA)  # type: ignore[arg-type]
+        .select(CUSTOMER_KB_DTYPES.names())
+        .cast(CUSTOMER_KB_DTYPES)  # type: ignore[arg-type]
         .sort("doc_id")
     )

@@ -21,7 +21,7 @@ import polars as pl
 from tradingmem_assets.defs.memory.facts import hashed_ids
 from tradingmem_assets.lib.dtypes import UTC_TS
 
-SNAPSHOTS_SCHEMA = pl.Schema(
+PROFILE_SNAPSHOTS_DTYPES = pl.Schema(
     {
         "snapshot_id": pl.String(),
         "customer_id": pl.String(),
@@ -82,7 +82,7 @@ def assign_versions(con: duckdb.DuckDBPyConnection, profiles: str, latest: str) 
 
 
 def new_snapshots_sql(rows: str) -> str:
-    """The snapshot rows (SNAPSHOTS_SCHEMA) of ``rows`` (customer_id, profile_version, profile,
+    """The snapshot rows (PROFILE_SNAPSHOTS_DTYPES) of ``rows`` (customer_id, profile_version, profile,
     generation_basis, snapshot_hash of customers that get a new version), in their order; $as_of."""
     return (
         f"SELECT {snapshot_id_sql('customer_id', 'profile_version')} AS snapshot_id, customer_id, "
@@ -109,7 +109,7 @@ def supersede(con: duckdb.DuckDBPyConnection, snapshots: str, profiles: str) -> 
 
 @dataclass(frozen=True)
 class SnapshotPlan:
-    appended: pl.DataFrame  # new snapshot rows (SNAPSHOTS_SCHEMA), each is_current
+    appended: pl.DataFrame  # new snapshot rows (PROFILE_SNAPSHOTS_DTYPES), each is_current
     superseded: pl.DataFrame  # customer_id of customers whose previous current snapshot flips to false
     versions: pl.DataFrame  # customer_id, profile_version: the current version of every profile
 
@@ -136,7 +136,7 @@ def plan_snapshots(profiles: pl.DataFrame, latest: pl.DataFrame, as_of: datetime
     finally:
         con.close()
     return SnapshotPlan(
-        appended=appended.cast(SNAPSHOTS_SCHEMA),  # type: ignore[arg-type]
+        appended=appended.cast(PROFILE_SNAPSHOTS_DTYPES),  # type: ignore[arg-type]
         superseded=superseded,
         versions=versions,
     )

@@ -16,7 +16,7 @@ import polars as pl
 from tradingmem_assets.defs.profile import snapshots
 from tradingmem_assets.defs.profile.basis import generation_basis_sql
 from tradingmem_assets.defs.profile.build import profile_rows_sql
-from tradingmem_assets.defs.profile.fields import PROFILE_SCHEMA
+from tradingmem_assets.defs.profile.fields import FIN_CUSTOMER_PROFILE_DTYPES
 from tradingmem_assets.lib import tables
 from tradingmem_assets.lib.warehouse import replace_table, scalar, table_exists
 
@@ -24,7 +24,7 @@ from tradingmem_assets.lib.warehouse import replace_table, scalar, table_exists
 def ensure_profile_tables(con: duckdb.DuckDBPyConnection) -> None:
     """Create both tables when missing; a profile table of another layout is rebuilt (call inside the
     transaction, so a failed run keeps the old one)."""
-    empty = pl.DataFrame(schema=PROFILE_SCHEMA)
+    empty = pl.DataFrame(schema=FIN_CUSTOMER_PROFILE_DTYPES)
     if table_exists(con, tables.FIN_CUSTOMER_PROFILE):
         columns = [
             r[0]
@@ -39,7 +39,7 @@ def ensure_profile_tables(con: duckdb.DuckDBPyConnection) -> None:
     else:
         replace_table(con, tables.FIN_CUSTOMER_PROFILE, empty)
     if not table_exists(con, tables.PROFILE_SNAPSHOTS):
-        replace_table(con, tables.PROFILE_SNAPSHOTS, pl.DataFrame(schema=snapshots.SNAPSHOTS_SCHEMA))
+        replace_table(con, tables.PROFILE_SNAPSHOTS, pl.DataFrame(schema=snapshots.PROFILE_SNAPSHOTS_DTYPES))
 
 
 def mark_rewrites(con: duckdb.DuckDBPyConnection, build: str) -> int:
@@ -63,7 +63,7 @@ def mark_rewrites(con: duckdb.DuckDBPyConnection, build: str) -> int:
 
 def write_profiles(con: duckdb.DuckDBPyConnection, build: str) -> None:
     """Replace the stored rows marked ``rewrite`` (and add the new ones), in the build's order."""
-    cols = ", ".join(f'"{c}"' for c in PROFILE_SCHEMA.names())
+    cols = ", ".join(f'"{c}"' for c in FIN_CUSTOMER_PROFILE_DTYPES.names())
     rows = f"(SELECT * FROM {build} WHERE rewrite)"
     con.execute(
         f"DELETE FROM {tables.FIN_CUSTOMER_PROFILE} WHERE customer_id IN (SELECT customer_id FROM {rows})"
@@ -77,7 +77,7 @@ def supersede_and_append(con: duckdb.DuckDBPyConnection, build: str, as_of: date
     """Flip is_current off the superseded versions, then append the new ones (old rows stay as they
     were); returns (superseded, appended)."""
     superseded = snapshots.supersede(con, tables.PROFILE_SNAPSHOTS, build)
-    cols = ", ".join(f'"{c}"' for c in snapshots.SNAPSHOTS_SCHEMA.names())
+    cols = ", ".join(f'"{c}"' for c in snapshots.PROFILE_SNAPSHOTS_DTYPES.names())
     rows = f"({profile_rows_sql(f'(SELECT * FROM {build} WHERE is_new)')})"
     appended = con.execute(
         f"INSERT INTO {tables.PROFILE_SNAPSHOTS} ({cols}) "

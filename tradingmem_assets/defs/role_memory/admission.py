@@ -46,7 +46,7 @@ from tradingmem_assets.lib.dtypes import UTC_TS
 from tradingmem_assets.lib.vocabulary import AUTOMATED_SOURCES, LINK_FIELDS, MANUAL_SOURCES
 from tradingmem_assets.lib.warehouse import table_exists
 
-ROLE_CASES_SCHEMA = pl.Schema(
+ROLE_CASES_DTYPES = pl.Schema(
     {
         "case_id": pl.String(),
         "decision_id": pl.String(),
@@ -70,12 +70,12 @@ ROLE_CASES_SCHEMA = pl.Schema(
         "updated_at": UTC_TS,
     }
 )
-CONTENT_COLUMNS = [c for c in ROLE_CASES_SCHEMA.names() if c not in ("case_id", "created_at", "updated_at")]
+CONTENT_COLUMNS = [c for c in ROLE_CASES_DTYPES.names() if c not in ("case_id", "created_at", "updated_at")]
 
 # Reasons that only wait for time (settlement, evaluation); every other reason is permanent.
 
 
-REGISTRY_SCHEMA = pl.Schema(
+ROLE_REGISTRY_DTYPES = pl.Schema(
     {
         "role_id": pl.String(),
         "skill_id": pl.String(),
@@ -88,7 +88,7 @@ REGISTRY_SCHEMA = pl.Schema(
     }
 )
 
-_RUNS_EMPTY = pl.Schema(
+_EMPTY_RUNS_DTYPES = pl.Schema(
     {
         "run_id": pl.String(),
         "decision_id": pl.String(),
@@ -100,7 +100,7 @@ _RUNS_EMPTY = pl.Schema(
         "known_at": UTC_TS,
     }
 )
-_COMPONENTS_EMPTY = pl.Schema(
+_EMPTY_COMPONENTS_DTYPES = pl.Schema(
     {"run_id": pl.String(), "component": pl.String(), "value": pl.Float64(), "quality_flag": pl.String()}
 )
 
@@ -113,8 +113,8 @@ def case_id_for(decision_id: str, role_id: str) -> str:
 def registry_frame(rows: list[dict]) -> pl.DataFrame:
     """The role registry (``RoleRegistry.rows()``) as a typed frame."""
     if not rows:
-        return pl.DataFrame(schema=REGISTRY_SCHEMA)
-    return pl.DataFrame(rows).select(REGISTRY_SCHEMA.names()).cast(REGISTRY_SCHEMA)  # type: ignore[arg-type]
+        return pl.DataFrame(schema=ROLE_REGISTRY_DTYPES)
+    return pl.DataFrame(rows).select(ROLE_REGISTRY_DTYPES.names()).cast(ROLE_REGISTRY_DTYPES)  # type: ignore[arg-type]
 
 
 def _sql_list(values: tuple[str, ...]) -> str:
@@ -364,7 +364,7 @@ def admit(
 
     ``con`` exposes the raw landing tables and (when materialized) ``main.evaluation_runs`` /
     ``main.evaluation_components``; ``registry`` is ``registry_frame(...)``. The table has the
-    ``ROLE_CASES_SCHEMA`` columns but ``updated_at``, in no particular order, with provenance as a
+    ``ROLE_CASES_DTYPES`` columns but ``updated_at``, in no particular order, with provenance as a
     struct: ``write_cases`` stamps, sorts, encodes and writes them.
     """
     con.register("_tm_roles", registry)
@@ -372,8 +372,8 @@ def admit(
         with _exposed(
             con,
             {
-                "_tm_runs": (tables.EVALUATION_RUNS, _RUNS_EMPTY),
-                "_tm_components": (tables.EVALUATION_COMPONENTS, _COMPONENTS_EMPTY),
+                "_tm_runs": (tables.EVALUATION_RUNS, _EMPTY_RUNS_DTYPES),
+                "_tm_components": (tables.EVALUATION_COMPONENTS, _EMPTY_COMPONENTS_DTYPES),
             },
         ):
             outcome = outcome_sql("excess_return", "noise_band")

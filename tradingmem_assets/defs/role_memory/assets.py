@@ -13,14 +13,14 @@ import polars as pl
 
 from tradingmem_assets.defs.resources import WarehouseResource
 from tradingmem_assets.defs.role_memory import invariants as schemas
-from tradingmem_assets.defs.role_memory.admission import ROLE_CASES_SCHEMA, admit, registry_frame
+from tradingmem_assets.defs.role_memory.admission import ROLE_CASES_DTYPES, admit, registry_frame
 from tradingmem_assets.defs.role_memory.chain import decision_coverage, with_chain
 from tradingmem_assets.defs.role_memory.invariants import validate_relation
 from tradingmem_assets.defs.role_memory.llm_reflector import ChatClient, LLMReflector
 from tradingmem_assets.defs.role_memory.reasons import chain_eligible_sql
 from tradingmem_assets.defs.role_memory.recall import rebuild_recall_index
 from tradingmem_assets.defs.role_memory.reflection import (
-    REFLECTIONS_SCHEMA,
+    ROLE_REFLECTIONS_DTYPES,
     DeterministicReflector,
     Reflector,
     record_reflections,
@@ -31,7 +31,7 @@ from tradingmem_assets.defs.role_memory.stats import role_stats
 from tradingmem_assets.defs.role_memory.writes import UNCHANGED, write_cases
 from tradingmem_assets.lib import tables
 from tradingmem_assets.lib.budget import BudgetTracker, ensure_usage_table
-from tradingmem_assets.lib.dagster_kit import declared_metadata, table_metadata
+from tradingmem_assets.lib.dagster_kit import table_asset, table_metadata
 from tradingmem_assets.lib.tables import raw_key
 from tradingmem_assets.lib.validation import Validation, validate
 from tradingmem_assets.lib.warehouse import replace_table, scalar, table_exists, transaction
@@ -102,11 +102,9 @@ def _counts_md(con, sql: str) -> dg.MetadataValue:
     return dg.MetadataValue.md("\n".join(f"- `{k}`: {n}" for k, n in rows))
 
 
-@dg.asset(
-    metadata=declared_metadata("role_cases"),
-    name="role_cases",
-    group_name=tables.ROLE_MEMORY_GROUP,
-    kinds={"duckdb", "polars"},
+@table_asset(
+    "role_cases",
+    group=tables.ROLE_MEMORY_GROUP,
     deps=ROLE_CASES_INPUTS,
     output_required=False,
     description="Fail-closed admission of every decision that names a role, with all reasons that apply.",
@@ -125,9 +123,9 @@ def role_cases(context: dg.AssetExecutionContext, warehouse: WarehouseResource):
         with transaction(con):
             write_cases(con, admitted, as_of)
             invariants = validate_relation(
-                schemas.ROLE_CASES_SCHEMA, with_chain(con), schemas.ROLE_CASES_OPAQUE
+                schemas.ROLE_CASES_INVARIANTS, with_chain(con), schemas.ROLE_CASES_OPAQUE
             )
-            coverage = validate_relation(schemas.DECISION_COVERAGE_SCHEMA, decision_coverage(con, as_of))
+            coverage = validate_relation(schemas.DECISION_COVERAGE_INVARIANTS, decision_coverage(con, as_of))
             if not (invariants.passed and coverage.passed):
                 raise _failure("role_cases", invariants, coverage)
             rebuild_recall_index(con)  # recall must never see an eligibility that changed
@@ -142,7 +140,7 @@ def role_cases(context: dg.AssetExecutionContext, warehouse: WarehouseResource):
     context.log.info(f"role_cases at {as_of.isoformat()}: {total} cases, {status}")
     yield dg.MaterializeResult(
         metadata={
-            **table_metadata(tables.ROLE_CASES, pl.DataFrame(schema=ROLE_CASES_SCHEMA), row_count=total),
+            **table_metadata(tables.ROLE_CASES, pl.DataFrame(schema=ROLE_CASES_DTYPES), row_count=total),
             "as_of": as_of.isoformat(),
             "role_memory_mode": ROLE_MEMORY_MODE,
             "eligible": status.get("eligible", 0),
@@ -168,11 +166,9 @@ def make_reflector(con) -> Reflector:
     return LLMReflector(client)
 
 
-@dg.asset(
-    metadata=declared_metadata("role_reflections"),
-    name="role_reflections",
-    group_name=tables.ROLE_MEMORY_GROUP,
-    kinds={"duckdb", "polars"},
+@table_asset(
+    "role_reflections",
+    group=tables.ROLE_MEMORY_GROUP,
     deps=ROLE_REFLECTIONS_INPUTS,
     output_required=False,
     description="Outcome classification and short role-specific lessons, once per case and primary run.",
@@ -195,7 +191,7 @@ def role_reflections(context: dg.AssetExecutionContext, warehouse: WarehouseReso
             f"SELECT b.*, {chain_eligible_sql('rc')} AS case_chain_eligible FROM {batch.table} b "
             "LEFT JOIN main.role_cases rc ON rc.case_id = b.case_id"
         )
-        validation = validate_relation(schemas.REFLECTION_BATCH_SCHEMA, checked)
+        validation = validate_relation(schemas.REFLECTION_BATCH_INVARIANTS, checked)
         if not validation.passed:
             raise _failure("role_reflections", validation)
         appended = record_reflections(con, batch.table)
@@ -204,7 +200,9 @@ def role_reflections(context: dg.AssetExecutionContext, warehouse: WarehouseReso
             con, f"SELECT classification, count(*) FROM {batch.table} GROUP BY classification"
         )
     meta = {
-        **table_metadata(tables.ROLE_REFLECTIONS, pl.DataFrame(schema=REFLECTIONS_SCHEMA), row_count=total),
+        **table_metadata(
+            tables.ROLE_REFLECTIONS, pl.DataFrame(schema=ROLE_REFLECTIONS_DTYPES), row_count=total
+        ),
         "as_of": as_of.isoformat(),
         "role_memory_mode": ROLE_MEMORY_MODE,
         "reflector": reflector.name,
@@ -230,11 +228,9 @@ def role_reflections(context: dg.AssetExecutionContext, warehouse: WarehouseReso
     yield dg.MaterializeResult(metadata=meta)
 
 
-@dg.asset(
-    metadata=declared_metadata("role_stats"),
-    name="role_stats",
-    group_name=tables.ROLE_MEMORY_GROUP,
-    kinds={"duckdb", "polars"},
+@table_asset(
+    "role_stats",
+    group=tables.ROLE_MEMORY_GROUP,
     deps=["role_cases", "role_reflections", "evaluation_runs", "evaluation_components"],
     output_required=False,
     description="Per role: case counts by status and class, win rate and mean excess return (primary runs).",
@@ -254,7 +250,7 @@ def role_stats_asset(context: dg.AssetExecutionContext, warehouse: WarehouseReso
             tables.EVALUATION_COMPONENTS,
         )
         stats = role_stats(con, registry, as_of)
-        validation = validate(schemas.ROLE_STATS_SCHEMA, stats)
+        validation = validate(schemas.ROLE_STATS_INVARIANTS, stats)
         if not validation.passed:
             raise _failure("role_stats", validation)
         with transaction(con):

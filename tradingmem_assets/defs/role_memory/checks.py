@@ -42,7 +42,9 @@ def role_cases_invariants(warehouse: WarehouseResource) -> dg.AssetCheckResult:
     with warehouse.connect() as con:
         if not table_exists(con, tables.ROLE_CASES):
             return _missing(ROLE_CASES_INVARIANTS_CHECK, tables.ROLE_CASES)
-        validation = validate_relation(schemas.ROLE_CASES_SCHEMA, with_chain(con), schemas.ROLE_CASES_OPAQUE)
+        validation = validate_relation(
+            schemas.ROLE_CASES_INVARIANTS, with_chain(con), schemas.ROLE_CASES_OPAQUE
+        )
     return check_result(ROLE_CASES_INVARIANTS_CHECK, validation)
 
 
@@ -57,7 +59,7 @@ def every_role_decision_exactly_once(warehouse: WarehouseResource) -> dg.AssetCh
         if not table_exists(con, tables.ROLE_CASES):
             return _missing(ROLE_CASES_COVERAGE_CHECK, tables.ROLE_CASES)
         coverage = decision_coverage(con, warehouse.as_of_ts)
-        validation = validate_relation(schemas.DECISION_COVERAGE_SCHEMA, coverage)
+        validation = validate_relation(schemas.DECISION_COVERAGE_INVARIANTS, coverage)
     return check_result(ROLE_CASES_COVERAGE_CHECK, validation)
 
 
@@ -72,7 +74,7 @@ def role_reflections_invariants(warehouse: WarehouseResource) -> dg.AssetCheckRe
         if not table_exists(con, tables.ROLE_REFLECTIONS):
             return _missing(ROLE_REFLECTIONS_INVARIANTS_CHECK, tables.ROLE_REFLECTIONS)
         reflections = con.sql("SELECT * FROM main.role_reflections")
-        validation = validate_relation(schemas.ROLE_REFLECTIONS_SCHEMA, reflections)
+        validation = validate_relation(schemas.ROLE_REFLECTIONS_INVARIANTS, reflections)
     return check_result(ROLE_REFLECTIONS_INVARIANTS_CHECK, validation)
 
 
@@ -88,5 +90,6 @@ def role_stats_consistent(warehouse: WarehouseResource) -> dg.AssetCheckResult:
             return _missing(ROLE_STATS_CONSISTENT_CHECK, tables.ROLE_STATS)
         frame = read_frame(con, "SELECT * FROM main.role_stats ORDER BY role_id")
     return check_result(
-        ROLE_STATS_CONSISTENT_CHECK, validate(schemas.ROLE_STATS_SCHEMA, frame.cast({"win_rate": pl.Float64}))
+        ROLE_STATS_CONSISTENT_CHECK,
+        validate(schemas.ROLE_STATS_INVARIANTS, frame.cast({"win_rate": pl.Float64})),
     )

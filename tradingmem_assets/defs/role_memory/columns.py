@@ -4,7 +4,7 @@ schemas the assets declare, so the UI shows them before the first materializatio
 from tradingmem_assets.lib import tables
 from tradingmem_assets.lib.columns import TableDoc
 
-TABLES = (
+ROLE_MEMORY_TABLE_DOCS = (
     TableDoc(
         tables.main_table("llm_usage"),
         "LLM calls of the optional reflector, with tokens and cost (budget caps).",

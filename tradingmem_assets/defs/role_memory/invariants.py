@@ -1,13 +1,13 @@
 """Invariants of Role Memory (SPEC sections 5 and 6), run as blocking asset checks.
 
-- ``ROLE_CASES_SCHEMA`` validates role cases joined with the source facts of their linked
+- ``ROLE_CASES_INVARIANTS`` validates role cases joined with the source facts of their linked
   execution (``core.admission.with_chain``): eligible <=> reasons empty <=> status ``eligible``;
   quarantined => not eligible; the status follows from the reasons; eligible => the chain's source
   is manual (external ones verified) and its automation flag is false.
-- ``DECISION_COVERAGE_SCHEMA`` validates ``core.admission.decision_coverage``: every decision
+- ``DECISION_COVERAGE_INVARIANTS`` validates ``core.admission.decision_coverage``: every decision
   with a role appears exactly once, and no case exists for anything else.
-- ``ROLE_REFLECTIONS_SCHEMA``: known classes, lessons exactly for the trainable ones, <= 280 chars.
-  ``REFLECTION_BATCH_SCHEMA`` adds, for a batch about to be written, that its cases are eligible.
+- ``ROLE_REFLECTIONS_INVARIANTS``: known classes, lessons exactly for the trainable ones, <= 280 chars.
+  ``REFLECTION_BATCH_INVARIANTS`` adds, for a batch about to be written, that its cases are eligible.
 
 ``validate_relation`` runs a schema over a DuckDB query too big for one frame, chunk by chunk.
 """
@@ -18,6 +18,7 @@ import duckdb
 import pandera.polars as pa
 import polars as pl
 
+from tradingmem_assets.defs.role_memory.reasons import PENDING_REASONS, QUARANTINE_REASONS
 from tradingmem_assets.defs.role_memory.reflection import LESSON_MAX_CHARS
 from tradingmem_assets.lib.dtypes import UTC_TS
 from tradingmem_assets.lib.validation import Validation, validate
@@ -34,8 +35,6 @@ from tradingmem_assets.lib.vocabulary import (
 KNOWN_REASONS = [r for r in CASE_REASONS if r != "link_mismatch"] + [
     f"link_mismatch:{f}" for f in LINK_FIELDS
 ]
-QUARANTINE_REASONS = ["unknown_role", "unknown_source"]
-PENDING_REASONS = ["not_settled", "no_primary_run", "insufficient_evaluation"]
 
 
 def _ok(expr: pl.Expr):
@@ -54,8 +53,8 @@ ELIGIBLE_IFF_NO_REASONS = _ok(
 QUARANTINED_NOT_ELIGIBLE = _ok(
     (~pl.col("quarantined") | ~_eligible) & (pl.col("quarantined") == (pl.col("status") == "quarantined"))
 )
-_has_quarantine = pl.col("reasons").list.eval(pl.element().is_in(QUARANTINE_REASONS)).list.any()
-_has_permanent = pl.col("reasons").list.eval(~pl.element().is_in(PENDING_REASONS)).list.any()
+_has_quarantine = pl.col("reasons").list.eval(pl.element().is_in(list(QUARANTINE_REASONS))).list.any()
+_has_permanent = pl.col("reasons").list.eval(~pl.element().is_in(list(PENDING_REASONS))).list.any()
 STATUS_FOLLOWS_REASONS = _ok(
     pl.when(_has_quarantine)
     .then(pl.col("status") == "quarantined")
@@ -85,7 +84,7 @@ ELIGIBLE_HAS_CHAIN = _ok(
     )
 )
 
-ROLE_CASES_SCHEMA = pa.DataFrameSchema(
+ROLE_CASES_INVARIANTS = pa.DataFrameSchema(
     {
         "case_id": pa.Column(pl.String, unique=True),
         "decision_id": pa.Column(pl.String, unique=True),
@@ -125,7 +124,7 @@ ROLE_CASES_SCHEMA = pa.DataFrameSchema(
 # Long text of a role case that is only checked for its type and nulls (see ``validate_relation``).
 ROLE_CASES_OPAQUE = ("decision_text", "provenance")
 
-DECISION_COVERAGE_SCHEMA = pa.DataFrameSchema(
+DECISION_COVERAGE_INVARIANTS = pa.DataFrameSchema(
     {
         "decision_id": pa.Column(pl.String, unique=True),
         "names_a_role": pa.Column(pl.Boolean, pa.Check.eq(True, name="case_only_for_a_decision_with_a_role")),
@@ -135,7 +134,7 @@ DECISION_COVERAGE_SCHEMA = pa.DataFrameSchema(
 )
 
 _trainable = pl.col("classification").is_in(list(TRAINABLE_CLASSES))
-ROLE_REFLECTIONS_SCHEMA = pa.DataFrameSchema(
+ROLE_REFLECTIONS_INVARIANTS = pa.DataFrameSchema(
     {
         "reflection_id": pa.Column(pl.String, unique=True),
         "case_id": pa.Column(pl.String),
@@ -158,11 +157,11 @@ ROLE_REFLECTIONS_SCHEMA = pa.DataFrameSchema(
     ],
 )
 
-REFLECTION_BATCH_SCHEMA = ROLE_REFLECTIONS_SCHEMA.add_columns(
+REFLECTION_BATCH_INVARIANTS = ROLE_REFLECTIONS_INVARIANTS.add_columns(
     {"case_chain_eligible": pa.Column(pl.Boolean, pa.Check.isin([True], name="reflected_case_is_eligible"))}
 ).set_name("role_reflections_batch")
 
-ROLE_STATS_SCHEMA = pa.DataFrameSchema(
+ROLE_STATS_INVARIANTS = pa.DataFrameSchema(
     {
         "role_id": pa.Column(pl.String, unique=True),
         "win_rate": pa.Column(pl.Float64, pa.Check.in_range(0, 1), nullable=True),

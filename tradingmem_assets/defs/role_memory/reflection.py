@@ -32,7 +32,7 @@ from tradingmem_assets.lib.warehouse import ensure_table, read_frame, table_exis
 LESSON_MAX_CHARS = 280
 DETERMINISTIC = "deterministic"
 
-REFLECTIONS_SCHEMA = pl.Schema(
+ROLE_REFLECTIONS_DTYPES = pl.Schema(
     {
         "reflection_id": pl.String(),
         "case_id": pl.String(),
@@ -235,7 +235,7 @@ def reflection_inputs(
 
 @dataclass(frozen=True)
 class ReflectionBatch:
-    table: str  # temp table of the new reflections (REFLECTIONS_SCHEMA columns)
+    table: str  # temp table of the new reflections (ROLE_REFLECTIONS_DTYPES columns)
     immature: int  # eligible cases with an outcome that have not matured yet
     already_reflected: int  # matured cases whose primary run was reflected before
 
@@ -254,7 +254,7 @@ FROM {inputs} i
 LEFT JOIN _tm_lessons l ON l.case_id = i.case_id AND l.run_id = i.run_id
 WHERE {todo}
 """
-_LESSONS_SCHEMA = {"case_id": pl.String, "run_id": pl.String, "lesson": pl.String, "reflector": pl.String}
+_LESSONS_DTYPES = {"case_id": pl.String, "run_id": pl.String, "lesson": pl.String, "reflector": pl.String}
 
 # The trainable rows of a batch with their run's numbers, as the reflector gets them.
 TRAINABLE_ROWS_SQL = """
@@ -280,7 +280,7 @@ def reflect(
     """
     todo = "i.matured" if force else "i.matured AND NOT i.reflected_before"
     trainable = read_frame(con, TRAINABLE_ROWS_SQL.format(inputs=inputs, todo=todo))
-    lessons = reflector.write_lessons(trainable) if trainable.height else pl.DataFrame(schema=_LESSONS_SCHEMA)
+    lessons = reflector.write_lessons(trainable) if trainable.height else pl.DataFrame(schema=_LESSONS_DTYPES)
     lessons = lessons.select(
         "case_id", "run_id", truncate_lesson(pl.col("lesson")).alias("lesson"), "reflector"
     )
@@ -334,23 +334,23 @@ def reflect_case(
             f"case {case_id} has not matured yet: it matures at {matures} (as_of {as_of})"
         )
     batch = reflect(con, inputs, as_of, reflector, force=True)
-    return read_frame(con, f"SELECT * FROM {batch.table}").cast(REFLECTIONS_SCHEMA)  # type: ignore[arg-type]
+    return read_frame(con, f"SELECT * FROM {batch.table}").cast(ROLE_REFLECTIONS_DTYPES)  # type: ignore[arg-type]
 
 
 def record_reflections(con: duckdb.DuckDBPyConnection, rows: pl.DataFrame | str) -> int:
     """Append reflections whose id is not stored yet (a repeat at the same as_of records nothing).
 
-    ``rows``: a frame, or the name of a table such as ``ReflectionBatch.table`` (``REFLECTIONS_SCHEMA``
+    ``rows``: a frame, or the name of a table such as ``ReflectionBatch.table`` (``ROLE_REFLECTIONS_DTYPES``
     columns). The recall index is rebuilt in the same transaction, so recall sees the new reflections
     at once.
     """
     source = rows if isinstance(rows, str) else "_tm_new_reflections"
     if not isinstance(rows, str):
         con.register(source, rows)
-    columns = REFLECTIONS_SCHEMA.names()
+    columns = ROLE_REFLECTIONS_DTYPES.names()
     try:
         with transaction(con):
-            ensure_table(con, tables.ROLE_REFLECTIONS, pl.DataFrame(schema=REFLECTIONS_SCHEMA))
+            ensure_table(con, tables.ROLE_REFLECTIONS, pl.DataFrame(schema=ROLE_REFLECTIONS_DTYPES))
             appended = con.execute(
                 f"INSERT INTO main.role_reflections ({', '.join(columns)}) "
                 f"SELECT {', '.join(f'n.{c}' for c in columns)} FROM {source} n "

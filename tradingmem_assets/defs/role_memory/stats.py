@@ -10,7 +10,7 @@ import polars as pl
 
 from tradingmem_assets.lib.warehouse import read_frame
 
-ROLE_STATS_SCHEMA = pl.Schema(
+ROLE_STATS_DTYPES = pl.Schema(
     {
         "role_id": pl.String(),
         "declared": pl.Boolean(),
@@ -114,4 +114,4 @@ def role_stats(con: duckdb.DuckDBPyConnection, registry: pl.DataFrame, as_of: da
         frame = read_frame(con, ROLE_STATS_SQL, [as_of])
     finally:
         con.unregister("_tm_roles")
-    return frame.cast(ROLE_STATS_SCHEMA)  # type: ignore[arg-type]
+    return frame.cast(ROLE_STATS_DTYPES)  # type: ignore[arg-type]

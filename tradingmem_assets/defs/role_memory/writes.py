@@ -6,7 +6,7 @@ from datetime import datetime
 
 import duckdb
 
-from tradingmem_assets.defs.role_memory.admission import CONTENT_COLUMNS, ROLE_CASES_SCHEMA, polars_json
+from tradingmem_assets.defs.role_memory.admission import CONTENT_COLUMNS, ROLE_CASES_DTYPES, polars_json
 from tradingmem_assets.lib import tables
 from tradingmem_assets.lib.warehouse import table_exists
 
@@ -55,7 +55,7 @@ def write_cases(
             con.execute(f"CREATE OR REPLACE TEMP TABLE {UNCHANGED} (case_id VARCHAR, updated_at TIMESTAMPTZ)")
         columns = ", ".join(
             f"{json}(c.provenance) AS provenance" if c == "provenance" else f"c.{c}"
-            for c in ROLE_CASES_SCHEMA.names()
+            for c in ROLE_CASES_DTYPES.names()
             if c != "updated_at"
         )
         con.execute(

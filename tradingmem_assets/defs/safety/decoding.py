@@ -45,7 +45,7 @@ _DECODE_WORDING = [
     r"message\s+(?:for|to)\s+you|order)\b",
 ]
 
-GATES: dict[str, list[Gate]] = {
+DECODING_GATES: dict[str, list[Gate]] = {
     "encoded_payload": [
         G(
             "decode decoded decoding decodes decipher deciphered decrypt decrypted unscramble deobfuscate un"
@@ -66,7 +66,7 @@ GATES: dict[str, list[Gate]] = {
         G("following below this next", "base hex rot ascii encoded encrypted obfuscated"),
     ],
 }
-PATTERNS: dict[str, list[str]] = {"encoded_payload": _DECODE_WORDING}
+DECODING_PATTERNS: dict[str, list[str]] = {"encoded_payload": _DECODE_WORDING}
 
 # ------------------------------------------------------------------------------------ decoders
 

@@ -115,7 +115,7 @@ G_SECRET = (
     "eystore"
 )
 
-GATES: dict[str, list[Gate]] = {
+EXFILTRATION_GATES: dict[str, list[Gate]] = {
     "prompt_exfiltration": [
         G(
             "reveal print show display repeat output leak dump expose echo recite spell write tell give send"
@@ -187,4 +187,7 @@ GATES: dict[str, list[Gate]] = {
         ),
     ],
 }
-PATTERNS: dict[str, list[str]] = {"prompt_exfiltration": _EXFIL_EN, "markdown_exfiltration": _MD_EN}
+EXFILTRATION_PATTERNS: dict[str, list[str]] = {
+    "prompt_exfiltration": _EXFIL_EN,
+    "markdown_exfiltration": _MD_EN,
+}

@@ -77,7 +77,7 @@ _HARM_EN = [
 
 # ----------------------------------------------------------------------------------------- gates
 
-GATES: dict[str, list[Gate]] = {
+HARM_GATES: dict[str, list[Gate]] = {
     "harmful_action": [
         G(
             "transfer send withdraw move wire sweep drain bridge forward remit pay empty",
@@ -107,4 +107,4 @@ GATES: dict[str, list[Gate]] = {
         G("set change switch update flip make modify overwrite reset force", subs=("investor",)),
     ],
 }
-PATTERNS: dict[str, list[str]] = {"harmful_action": _HARM_EN}
+HARM_PATTERNS: dict[str, list[str]] = {"harmful_action": _HARM_EN}

@@ -64,6 +64,7 @@ from tradingmem_assets.defs.safety.variants import (
     rot13_view,
     view_may_match,
 )
+from tradingmem_assets.lib.vocabulary import METHODOLOGY_PROPOSAL_FIELDS
 
 __all__ = [
     "FAMILIES",
@@ -273,14 +274,7 @@ def _walk(value: Any, path: str) -> Iterable[tuple[str, str]]:
 
 _PROPOSAL_KEYS = frozenset(
     {
-        "name",
-        "description",
-        "direction",
-        "primary_signal",
-        "timeframe",
-        "indicators",
-        "asset_class",
-        "phases",
+        *METHODOLOGY_PROPOSAL_FIELDS,
         "criteria",
         "tools_used",
         "depends_on",

@@ -80,21 +80,21 @@ NEG = (
 )
 
 _BY_FAMILY: dict[str, list[str]] = {
-    **overrides.PATTERNS,
-    **personas.PATTERNS,
-    "prompt_exfiltration": exfiltration.PATTERNS["prompt_exfiltration"],
-    **markup.PATTERNS,
-    "markdown_exfiltration": exfiltration.PATTERNS["markdown_exfiltration"],
-    **harm.PATTERNS,
-    **decoding.PATTERNS,
+    **overrides.OVERRIDE_PATTERNS,
+    **personas.PERSONA_PATTERNS,
+    "prompt_exfiltration": exfiltration.EXFILTRATION_PATTERNS["prompt_exfiltration"],
+    **markup.MARKUP_PATTERNS,
+    "markdown_exfiltration": exfiltration.EXFILTRATION_PATTERNS["markdown_exfiltration"],
+    **harm.HARM_PATTERNS,
+    **decoding.DECODING_PATTERNS,
 }
 _GATES: dict[str, list[Gate]] = {
-    **overrides.GATES,
-    **personas.GATES,
-    **exfiltration.GATES,
-    **markup.GATES,
-    **harm.GATES,
-    **decoding.GATES,
+    **overrides.OVERRIDE_GATES,
+    **personas.PERSONA_GATES,
+    **exfiltration.EXFILTRATION_GATES,
+    **markup.MARKUP_GATES,
+    **harm.HARM_GATES,
+    **decoding.DECODING_GATES,
 }
 
 

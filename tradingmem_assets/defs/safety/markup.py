@@ -89,7 +89,7 @@ _TOOL_EN = [
 
 # ----------------------------------------------------------------------------------------- gates
 
-GATES: dict[str, list[Gate]] = {
+MARKUP_GATES: dict[str, list[Gate]] = {
     "role_tag": [
         G(
             "system sys assistant user human developer dev admin administrator root instruction instructions"
@@ -167,4 +167,4 @@ GATES: dict[str, list[Gate]] = {
         G("curl wget sh bash zsh dash rm cat base nc dev"),
     ],
 }
-PATTERNS: dict[str, list[str]] = {"role_tag": _ROLE_EN, "tool_call_syntax": _TOOL_EN}
+MARKUP_PATTERNS: dict[str, list[str]] = {"role_tag": _ROLE_EN, "tool_call_syntax": _TOOL_EN}

@@ -217,7 +217,7 @@ def _ignore_gate(*rest: str) -> Gate:
     )
 
 
-GATES: dict[str, list[Gate]] = {
+OVERRIDE_GATES: dict[str, list[Gate]] = {
     "ignore_instructions": [
         _ignore_gate(_G_OBJ) | G(_V_IGN, _G_OBJ) | G("stop", "using applying respecting", _G_OBJ),
         _ignore_gate(_G_CQ, _G_AMBIG),
@@ -259,7 +259,7 @@ GATES: dict[str, list[Gate]] = {
         G("halt abort cease terminate"),
     ],
 }
-PATTERNS: dict[str, list[str]] = {"ignore_instructions": _IGNORE_EN}
+OVERRIDE_PATTERNS: dict[str, list[str]] = {"ignore_instructions": _IGNORE_EN}
 MULTILINGUAL = _IGNORE_ML
 MULTILINGUAL_GATE = G(
     "ignor* olvid* desca* descarte omite omita sigas desco* oubli* negli* tiens tient suis vergi* verge* "

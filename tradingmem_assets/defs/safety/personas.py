@@ -136,7 +136,7 @@ _G_AI = (
     "entity"
 )
 
-GATES: dict[str, list[Gate]] = {
+PERSONA_GATES: dict[str, list[Gate]] = {
     "new_instructions": [
         G(
             "new updated revised real actual true corrected secret hidden additional override priority urgen"
@@ -212,4 +212,4 @@ GATES: dict[str, list[Gate]] = {
         ),
     ],
 }
-PATTERNS: dict[str, list[str]] = {"new_instructions": _NEW_EN}
+PERSONA_PATTERNS: dict[str, list[str]] = {"new_instructions": _NEW_EN}
