@@ -7,6 +7,7 @@ def test_a_tiny_benchmark_reports_times_memory_recall_audit_and_the_bare_sql_rat
     report = benchmark(0.003, 1, tmp_path)
     median = report["median"]
     assert report["decisions"] > 0 and median["end_to_end_s"] > 0 and median["peak_rss_mb"] > 0
+    assert report["runs"][0]["peak_rss_all_mb"] >= report["runs"][0]["peak_rss_mb"]
     assert {"evaluation", "role_cases", "raw__trading_decisions"} <= set(median["step_s"])
     run = report["runs"][0]
     assert run["success"], run["error"]

@@ -141,12 +141,15 @@ def _load_sql(landing_dir: Path, table: str) -> str:
     return f"CREATE TABLE {table} AS SELECT * FROM {source}"
 
 
-def run_reference(landing_dir: Path, database: Path, as_of: datetime, roles: list[dict]) -> dict:
+def run_reference(
+    landing_dir: Path, database: Path, as_of: datetime, roles: list[dict], memory_limit: str = "2GB"
+) -> dict:
     """Time the bare core on a fresh database file (replaced if present): load, evaluation, admission."""
     timings: dict[str, float] = {}
     for leftover in (database, database.with_name(database.name + ".wal")):
         leftover.unlink(missing_ok=True)  # a scratch file: every timing starts from nothing
-    with duckdb.connect(str(database)) as con:
+    # the project's own memory cap (resources.DUCKDB_MEMORY_LIMIT), so both work under the same limit
+    with duckdb.connect(str(database), config={"memory_limit": memory_limit}) as con:
         started = time.perf_counter()
         for table in TRADING_TABLES:
             con.execute(_load_sql(landing_dir, table))
