@@ -58,11 +58,6 @@ SELECT t.doc_no, t.s FROM {TERMS} t
 SEMI JOIN ({_VISIBLE_DOCS}) c ON t.role_id = c.role_id AND t.doc_no = c.doc_no
 WHERE t.role_id = $role AND t.term = $term
 """
-_DF_AT = f"""
-SELECT t.term, sum(c.rows) AS df
-FROM ({_VISIBLE_DOCS}) c JOIN {TERMS} t ON t.role_id = c.role_id AND t.doc_no = c.doc_no
-WHERE list_contains($terms::VARCHAR[], t.term) GROUP BY t.term
-"""
 _ROWS_AT_WITH_NORMS = f"""
 CREATE OR REPLACE TEMP TABLE _recall_visible_df AS
 SELECT c.role_id, t.term, sum(c.rows) AS df
@@ -72,6 +67,7 @@ CREATE OR REPLACE TEMP TABLE _recall_visible_rows AS
 SELECT v.*, b.base2 FROM _recall_visible v LEFT JOIN (
     {base2_sql("_recall_visible", "_recall_visible_df", "_recall_visible_n")}) b USING (role_id, doc_no);
 """
+_DF_AT = "SELECT term, df FROM _recall_visible_df WHERE list_contains($terms::VARCHAR[], term)"
 _SCRATCH = ("_recall_visible", "_recall_visible_df", "_recall_visible_n", "_recall_visible_rows")
 
 
@@ -149,12 +145,12 @@ def ranked(
                 f"CREATE OR REPLACE TEMP TABLE _recall_visible AS {_ROWS_AT}",
                 {"role": role_id, "as_of": as_of},
             )
-            n = con.execute("SELECT count(*) FROM _recall_visible").fetchall()[0][0]
-            df = dict(con.execute(_DF_AT, {"terms": list(terms)}).fetchall())
-            postings = _postings(con, _POSTINGS_AT, role_id, df)
             for statement in (s.strip() for s in _ROWS_AT_WITH_NORMS.split(";\n")):
                 if statement:
                     con.execute(statement, {"role": role_id} if "$role" in statement else None)
+            n = con.execute("SELECT n FROM _recall_visible_n").fetchall()[0][0]
+            df = dict(con.execute(_DF_AT, {"terms": list(terms)}).fetchall())
+            postings = _postings(con, _POSTINGS_AT, role_id, df)
             ranking.pop("role")
             rows = "SELECT * FROM _recall_visible_rows"
         hits, qnorm = _hits(terms, n, df, postings)
