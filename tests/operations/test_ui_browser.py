@@ -28,6 +28,7 @@ CHROMEDRIVER = "/usr/bin/chromedriver"
 LOCATION = "tradingmem_assets"
 GROUPS = ("landing", "evaluation", "role_memory", "learning", "profile", "audit", "migration")
 LOAD_TIMEOUT_S = 120
+SCREENSHOTS = REPO / "data" / "screenshots"  # git-ignored, like all of data/
 PAGE_TIMEOUT_S = 90  # generous: CI shares two cores with the rest of the suite
 CLICK_ATTEMPTS = 3
 CLICK_TAKES_S = 30  # how long one click may take to reach the instance before it is tried again
@@ -231,8 +232,17 @@ def instigator_status(base: str, name: str) -> str:
         return json.load(response)["data"]["scheduleOrError"]["scheduleState"]["status"]
 
 
+def screenshot(driver, name: str) -> Path:
+    """Save what the browser shows under data/screenshots/ and check it is a real picture."""
+    SCREENSHOTS.mkdir(parents=True, exist_ok=True)
+    shot = SCREENSHOTS / name
+    assert driver.save_screenshot(str(shot)) and shot.stat().st_size > 10_000
+    return shot
+
+
 def test_the_catalog_shows_every_asset_group(browser, webserver):
     open_page(browser, webserver, "/asset-groups", *GROUPS)
+    screenshot(browser, "asset_groups.png")
 
 
 def test_an_assets_checks_page_lists_its_checks(browser, webserver):
@@ -245,9 +255,10 @@ def test_an_assets_checks_page_lists_its_checks(browser, webserver):
         "every_role_decision_exactly_once",
     )
     assert "blocking asset check" in text
+    screenshot(browser, "role_cases_checks.png")
 
 
-def test_automation_page_lists_the_schedules_and_sensors_stopped_by_default(browser, webserver, tmp_path):
+def test_automation_page_lists_the_schedules_and_sensors_stopped_by_default(browser, webserver):
     open_page(
         browser,
         webserver,
@@ -260,9 +271,7 @@ def test_automation_page_lists_the_schedules_and_sensors_stopped_by_default(brow
     for name in ("trading_memory_schedule", "warehouse_checks_schedule", "landing_sensor"):
         assert not wait_for_switch(browser, name).is_selected(), f"{name} should start stopped"
     assert wait_for_switch(browser, "audit_isolation_sensor").is_selected()  # the watchdog runs by default
-    shot = tmp_path / "automation.png"
-    assert browser.save_screenshot(str(shot)) and shot.stat().st_size > 10_000
-    print(f"screenshot: {shot}")
+    screenshot(browser, "automation.png")
 
 
 def stored_status(home: Path, name: str) -> str | None:
