@@ -19,6 +19,7 @@ from pathlib import Path
 import duckdb
 
 from tradingmem_assets.lib.vocabulary import AUTOMATED_SOURCES, MANUAL_SOURCES
+from tradingmem_assets.lib.warehouse import run_script
 
 TRADING_TABLES = (
     "trading_decisions",
@@ -160,8 +161,7 @@ def run_reference(
         )
         timings["load_s"] = time.perf_counter() - started
         started = time.perf_counter()
-        for statement in EVALUATION_SQL.split(";\n\n"):
-            con.execute(statement, {"as_of": as_of} if "$as_of" in statement else None)
+        run_script(con, EVALUATION_SQL, {"as_of": as_of})
         timings["evaluation_s"] = time.perf_counter() - started
         started = time.perf_counter()
         con.execute(REFERENCE_ADMISSION_SQL, {"as_of": as_of})

@@ -151,6 +151,16 @@ def read_columns(
     return read_frame(con, f"SELECT {cols} FROM {table}{suffix}")
 
 
+def run_script(con: duckdb.DuckDBPyConnection, script: str, params: Mapping[str, object] | None = None) -> None:
+    """Execute the statements of ``script`` (each ending with ``;`` at a line end, so no comment may
+    end a line with one) in order, each with the named parameters it uses: DuckDB binds parameters
+    to one statement at a time."""
+    for statement in (part.strip() for part in script.split(";\n")):
+        if statement:
+            used = {name: value for name, value in (params or {}).items() if f"${name}" in statement}
+            con.execute(statement, used or None).fetchall()
+
+
 def scalar(con: duckdb.DuckDBPyConnection, sql: str, params: Sequence | None = None):
     """The first column of the first row (the result is consumed fully: DuckDB 2 requires it)."""
     rows = con.execute(sql, list(params or [])).fetchall()

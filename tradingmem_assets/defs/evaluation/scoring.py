@@ -43,7 +43,7 @@ import polars as pl
 
 from tradingmem_assets.defs.evaluation.versions import ALL_RUNS_SQL, FRESH_SQL, FRESH_VIEW_SQL, PRIMARIES_SQL
 from tradingmem_assets.lib import tables
-from tradingmem_assets.lib.warehouse import table_exists
+from tradingmem_assets.lib.warehouse import run_script, table_exists
 
 COMPONENTS = (
     "entry_price",
@@ -333,13 +333,6 @@ FROM _ev_fresh f CROSS JOIN (SELECT unnest($components::VARCHAR[]) AS component)
 """
 
 
-def _run(con: duckdb.DuckDBPyConnection, sql: str, as_of: datetime, prev_bound: datetime | None) -> None:
-    params = {
-        name: value for name, value in (("as_of", as_of), ("prev_bound", prev_bound)) if f"${name}" in sql
-    }
-    con.execute(sql, params).fetchall()
-
-
 def evaluate(
     con: duckdb.DuckDBPyConnection, roles: pl.DataFrame, as_of: datetime, prev_bound: datetime | None = None
 ) -> None:
@@ -366,7 +359,7 @@ def evaluate(
         con.execute("CREATE OR REPLACE TEMP TABLE _ev_previous AS SELECT * FROM _ev_empty").fetchall()
         con.unregister("_ev_empty")
     for statement in (*_PIPELINE_SQL, FRESH_SQL, FRESH_VIEW_SQL, PRIMARIES_SQL, ALL_RUNS_SQL):
-        _run(con, statement, as_of, prev_bound)
+        run_script(con, statement, {"as_of": as_of, "prev_bound": prev_bound})
 
 
 def append_components(con: duckdb.DuckDBPyConnection) -> None:

@@ -12,7 +12,7 @@ CREATE OR REPLACE TEMP TABLE _ev_fresh_keys AS
 WITH latest AS (
     SELECT decision_id, profile_id, max(run_version) AS latest_version FROM _ev_previous GROUP BY ALL
 ),
--- decided on narrow keys (the measured rows are wide: sorting them would carry every column);
+-- decided on narrow keys (the measured rows are wide: sorting them would carry every column):
 -- gid (one per decision and profile in this run) stands for (decision_id, profile_id)
 candidates AS (
     SELECT m.rowid AS rid, m.gid, m.decision_id, m.profile_id, m.inputs_hash, m.is_pending, m.known_at

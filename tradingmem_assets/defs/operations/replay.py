@@ -26,6 +26,8 @@ from pathlib import Path
 import duckdb
 import polars as pl
 
+from tradingmem_assets.defs.landing.invariants import LANDING_TABLES
+from tradingmem_assets.defs.operations.landing_state import fingerprint
 from tradingmem_assets.lib import tables
 from tradingmem_assets.lib.dtypes import UTC_TS
 from tradingmem_assets.lib.warehouse import ensure_table, table_exists
@@ -41,7 +43,6 @@ RUN_INPUTS_DTYPES = pl.Schema(
 )
 PACKAGE = Path(__file__).resolve().parents[2]
 COMPUTING_LIBRARIES = ("duckdb", "polars", "pandera", "scikit-learn", "numpy", "pyarrow")
-LANDING_SUFFIXES = (".parquet", ".csv")
 
 # tables whose rows record runs or other jobs' work: written without changing any derived row
 NOT_DERIVED = frozenset(
@@ -67,20 +68,6 @@ def _digest(parts: list[bytes]) -> str:
     return h.hexdigest()
 
 
-def _file_digest(path: Path) -> bytes:
-    h = hashlib.blake2b(digest_size=16)
-    with path.open("rb") as handle:
-        while chunk := handle.read(1 << 20):
-            h.update(chunk)
-    return h.digest()
-
-
-def landing_fingerprint(landing_dir: Path) -> str:
-    """The landing files the run reads: names, sizes and content hashes."""
-    files = sorted(p for p in Path(landing_dir).glob("*") if p.suffix in LANDING_SUFFIXES and p.is_file())
-    return _digest([part for p in files for part in (p.name.encode(), _file_digest(p))])
-
-
 def code_fingerprint() -> str:
     """The package's source files and the versions of the libraries that compute derived rows."""
     sources = sorted(
@@ -100,7 +87,7 @@ def inputs_fingerprint(*, as_of: datetime, landing_dir: Path, settings: Settings
     return _digest(
         [
             as_of.isoformat().encode(),
-            landing_fingerprint(landing_dir).encode(),
+            fingerprint(landing_dir, tables=LANDING_TABLES).key.encode(),  # what the landing sensor keys on
             code_fingerprint().encode(),
             repr(sorted(asdict(settings).items())).encode(),
             Path(roles_file).read_bytes(),

@@ -22,6 +22,7 @@ from __future__ import annotations
 import duckdb
 
 from tradingmem_assets.lib import tables
+from tradingmem_assets.lib.warehouse import run_script
 
 INDEX = tables.ROLE_RECALL_INDEX
 DOCS = tables.ROLE_RECALL_DOCS
@@ -130,12 +131,7 @@ DROP TABLE _recall_roles;
 """
 
 
-def _statements(script: str) -> list[str]:
-    return [s for s in (part.strip() for part in script.split(";\n")) if s]
-
-
 def rebuild_terms_and_stats(con: duckdb.DuckDBPyConnection) -> None:
     """Bring the term index and the current-state statistics in line with a just rebuilt recall index."""
     for script in (_DDL, _TERMS_SQL, _CHANGED_SQL, _STATS_SQL):
-        for statement in _statements(script):
-            con.execute(statement)
+        run_script(con, script)

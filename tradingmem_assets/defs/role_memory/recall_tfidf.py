@@ -32,6 +32,7 @@ import numpy as np
 import pyarrow as pa
 
 from tradingmem_assets.defs.role_memory.recall_terms import DF, INDEX, POSTINGS, ROLES, TERMS, base2_sql
+from tradingmem_assets.lib.warehouse import run_script
 
 # Python's \w is RE2's [\pL\pN_] (recall_terms.TOKEN_RE2): the query is tokenized as the texts are
 _TOKEN = re.compile(r"\w+")
@@ -145,9 +146,7 @@ def ranked(
                 f"CREATE OR REPLACE TEMP TABLE _recall_visible AS {_ROWS_AT}",
                 {"role": role_id, "as_of": as_of},
             )
-            for statement in (s.strip() for s in _ROWS_AT_WITH_NORMS.split(";\n")):
-                if statement:
-                    con.execute(statement, {"role": role_id} if "$role" in statement else None)
+            run_script(con, _ROWS_AT_WITH_NORMS, {"role": role_id})
             n = con.execute("SELECT n FROM _recall_visible_n").fetchall()[0][0]
             df = dict(con.execute(_DF_AT, {"terms": list(terms)}).fetchall())
             postings = _postings(con, _POSTINGS_AT, role_id, df)
