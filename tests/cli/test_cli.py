@@ -71,7 +71,7 @@ def demo(tmp_path_factory):
     assert as_json.returncode == 0, as_json.stderr[-3000:]
     audit = _tradingmem(root, "audit", "run", "--json", env={**_env(root), "TRADINGMEM_AS_OF": AS_OF})
     assert audit.returncode == 0, audit.stderr[-3000:]
-    return {"root": root, "env": _env(root), "human": human, "json": as_json}
+    return {"root": root, "env": _env(root), "human": human, "json": as_json, "audit": audit}
 
 
 @pytest.fixture
@@ -128,12 +128,33 @@ def test_demo_run_json_is_exactly_one_document(demo):
     assert "RUN_START" not in demo["json"].stderr and "DEBUG" not in demo["json"].stderr
 
 
+def test_demo_run_runs_once_a_day_up_to_the_anchor_and_the_first_audit_scores_their_heartbeats(demo):
+    out = demo["human"].stdout
+    days = re.findall(r"^day (\d) of 3: trading_memory_job \(as_of (\S+)\)", out, re.MULTILINE)
+    assert days == [("1", "2024-06-29T00:00:00Z"), ("2", "2024-06-30T00:00:00Z"), ("3", AS_OF)], out
+    # the second invocation found the days already learned: only the anchor ran again
+    assert [r["as_of"] for r in json.loads(demo["json"].stdout)["runs"]] == [AS_OF]
+    con = duckdb.connect(demo["env"]["TRADINGMEM_DB"], read_only=True)
+    try:
+        beats = con.execute(
+            "SELECT status, strftime(as_of, '%Y-%m-%d') FROM methodology_cron_runs ORDER BY as_of, ts"
+        ).fetchall()
+    finally:
+        con.close()
+    assert [day for _, day in beats][:3] == ["2024-06-29", "2024-06-30", "2024-07-01"], beats
+    assert {status for status, _ in beats} == {"ok"}
+    audit = json.loads(demo["audit"].stdout)
+    assert audit["dimension_scores"]["cron_health"] == 100.0  # 4 ok beats where 2 days were expected
+    # at most 4 decimals (a timestamp's fraction of a second aside)
+    assert not re.search(r"(?<![\w:.])\d+\.\d{5,}", demo["audit"].stdout), demo["audit"].stdout
+
+
 def test_demo_run_is_a_native_run_of_the_code_location_tagged_demo(demo):
     document = json.loads(demo["json"].stdout)
     env = demo["env"]
     with dg.DagsterInstance.from_config(env["DAGSTER_HOME"]) as instance:
         runs = instance.get_runs(filters=dg.RunsFilter(tags={"tradingmem/trigger": "demo"}))
-        assert {r.run_id for r in runs} >= {document["run_id"]} and len(runs) == 2
+        assert {r.run_id for r in runs} >= {document["run_id"]} and len(runs) == 4
         run = instance.get_run_by_id(document["run_id"])
         assert run.is_success and run.job_name == "trading_memory_job"
         assert run.tags["tradingmem/trigger"] == "demo"
@@ -287,6 +308,17 @@ def test_a_locked_warehouse_is_one_clear_line(cli_env, monkeypatch):
     finally:
         holder.kill()
         holder.wait()
+
+
+def test_a_dagster_home_that_is_no_folder_is_one_line_before_anything_is_written(tmp_path, monkeypatch):
+    monkeypatch.setenv("TRADINGMEM_DB", str(tmp_path / "w.duckdb"))
+    monkeypatch.setenv("TRADINGMEM_LANDING_DIR", str(tmp_path / "landing"))
+    monkeypatch.setenv("DAGSTER_HOME", str(tmp_path / "no_such_home"))
+    result = CliRunner().invoke(main, ["demo", "--run"])
+    assert result.exit_code == 1 and result.stdout == ""
+    lines = result.stderr.strip().splitlines()
+    assert len(lines) == 1 and "DAGSTER_HOME" in lines[0] and "not a folder" in lines[0], lines
+    assert not (tmp_path / "landing").exists() and not (tmp_path / "w.duckdb").exists()
 
 
 @pytest.mark.parametrize(

@@ -50,7 +50,9 @@ def demo_run(tmp_path_factory):
     finally:
         ahead.close()
     proc = subprocess.run(
-        [sys.executable, "-m", "tradingmem_assets.cli", "demo", "--run", "--scale", "0.005", "--json"],
+        # one day: the warehouse is compared with one run at the same as_of below (record times,
+        # created_at / updated_at / reflected_at and the profile snapshots, are the writing runs')
+        [sys.executable, "-m", "tradingmem_assets.cli", "demo", "--run", "--scale", "0.005", "--days", "1", "--json"],
         cwd=root,
         env=env,
         capture_output=True,

@@ -1,9 +1,11 @@
 """`tradingmem demo`: write the demo landing world, optionally run the main job on it.
 
 With ``--run`` the job runs as a native run of the code location (``defs/operations/runs.py``),
-tagged ``tradingmem/trigger: demo``. On a terminal it shows one line per finished asset with its
-time under a progress bar, then a summary; off a terminal only the summary (at most 60 lines); under
-``--json`` nothing but the document. The Dagster event log stays in the run's record in the
+tagged ``tradingmem/trigger: demo``, once a day for ``--days`` days ending at the demo's anchor, as
+the daily learning schedule would have run it (so the first audit has heartbeats to score). On a
+terminal it shows one line per finished asset of the last run with its time under a progress bar,
+then a summary; off a terminal only the summary (at most 60 lines); under ``--json`` nothing but
+the document. The Dagster event log stays in the run's record in the
 instance; ``--verbose`` prints it (stderr) as the run goes.
 """
 
@@ -12,6 +14,7 @@ from __future__ import annotations
 import os
 from collections.abc import Iterator
 from contextlib import contextmanager, nullcontext
+from datetime import datetime, timedelta
 from pathlib import Path
 
 import click
@@ -60,10 +63,25 @@ QUIET = "CRITICAL"
     "--run", "run_job", is_flag=True, help="Then materialize trading_memory_job into the warehouse."
 )
 @click.option(
+    "--days",
+    type=click.IntRange(1, 31),
+    default=3,
+    show_default=True,
+    help="With --run: one run a day for this many days up to the anchor (days already learned are skipped).",
+)
+@click.option(
     "--verbose", is_flag=True, help="With --run: print the run's Dagster event log (stderr) as it goes."
 )
 @json_option
-def demo(scale: float, seed: int | None, landing: str | None, run_job: bool, verbose: bool, as_json: bool):
+def demo(
+    scale: float,
+    seed: int | None,
+    landing: str | None,
+    run_job: bool,
+    days: int,
+    verbose: bool,
+    as_json: bool,
+):
     """Write the demo world (seeded, deterministic) and optionally run the main job on it.
 
     With --run and no TRADINGMEM_AS_OF, the run's as_of is the demo world's anchor, so the
@@ -73,7 +91,7 @@ def demo(scale: float, seed: int | None, landing: str | None, run_job: bool, ver
         raise click.BadParameter(f"{scale} is not a positive scale factor", param_hint="'--scale'")
     terminal = not as_json and is_terminal()
     with terminal_console() if terminal else nullcontext(None if as_json else console()) as out:
-        return _demo(out, terminal, scale, seed, landing, run_job, verbose)
+        return _demo(out, terminal, scale, seed, landing, run_job, days, verbose)
 
 
 def _demo(
@@ -83,9 +101,17 @@ def _demo(
     seed: int | None,
     landing: str | None,
     run_job: bool,
+    days: int,
     verbose: bool,
 ):
     from tradingmem_assets.demo import DEMO_AS_OF, DEMO_SEED, write_demo_world
+    from tradingmem_assets.settings import parse_as_of
+
+    if run_job:
+        from tradingmem_assets.defs.operations.runs import instance_home
+
+        instance_home()  # a DAGSTER_HOME naming no folder fails before anything is written
+        anchor = parse_as_of(os.environ.get("TRADINGMEM_AS_OF") or DEMO_AS_OF.isoformat())
 
     target = Path(landing or landing_dir())
     with _status(out if terminal else None, f"writing the demo world (scale {scale}) into {target}") as say:
@@ -111,41 +137,45 @@ def _demo(
     from tradingmem_assets.defs.operations.queries import warehouse_summary
     from tradingmem_assets.defs.operations.runs import open_instance, run_main_job
 
-    as_of = os.environ.get("TRADINGMEM_AS_OF") or DEMO_AS_OF.isoformat().replace("+00:00", "Z")
     database = db_path()
-    rebuilt = _rebuild_if_ahead(database, as_of)
+    rebuilt, instants = _days_to_run(database, anchor, days)
     if out is not None:
         show(Text(world), out=out)
         if rebuilt:
             show(Text(rebuilt, style="yellow"), out=out)
-        show(Text(f"{JOB_NAME} (as_of {as_of}) into {database}", style="bold"), out=out)
-    display = RunDisplay(out, live=terminal and not verbose, lines=terminal)
-    with open_instance() as instance, display:
-        report = run_main_job(
-            instance,
-            database=database,
-            landing_dir=str(target),
-            as_of=as_of,
-            trigger="demo",
-            console_level=None if verbose else QUIET,
-            listener=display.hear,
-        )
-    if out is not None:
-        show(
-            summary_table(
-                report.steps,
-                report.step_seconds,
-                detailed=not terminal,
-                failed=frozenset(report.failed_steps),
-            ),
-            out=out,
-        )
-    if not report.success:
-        steps = ", ".join(report.failed_steps) or "the run"
-        raise CliError(
-            f"{JOB_NAME} failed in {steps}: {(report.error or 'run failed').splitlines()[0]} "
-            f"(run {report.run_id}; its event log is in the Dagster UI, or rerun with --verbose)"
-        )
+    runs: list[dict] = []
+    with open_instance() as instance:
+        for n, instant in enumerate(instants, start=1):
+            as_of = _iso(instant)
+            last = n == len(instants)
+            if out is not None:
+                day = f"day {n} of {len(instants)}: " if len(instants) > 1 else ""
+                show(Text(f"{day}{JOB_NAME} (as_of {as_of}) into {database}", style="bold"), out=out)
+            display = RunDisplay(out, live=terminal and not verbose, lines=terminal and last)
+            with display:
+                report = run_main_job(
+                    instance,
+                    database=database,
+                    landing_dir=str(target),
+                    as_of=as_of,
+                    trigger="demo",
+                    console_level=None if verbose else QUIET,
+                    listener=display.hear,
+                )
+            if out is not None and (last or not report.success):
+                failed = frozenset(report.failed_steps)
+                grid = summary_table(report.steps, report.step_seconds, detailed=not terminal, failed=failed)
+                show(grid, out=out)
+            if not report.success:
+                steps = ", ".join(report.failed_steps) or "the run"
+                raise CliError(
+                    f"{JOB_NAME} (as_of {as_of}) failed in {steps}: "
+                    f"{(report.error or 'run failed').splitlines()[0]} "
+                    f"(run {report.run_id}; its event log is in the Dagster UI, or rerun with --verbose)"
+                )
+            runs.append({"as_of": as_of, "run_id": report.run_id, "seconds": round(report.seconds, 2)})
+            if out is not None and not last:
+                show(Text(f"{JOB_NAME} succeeded in {report.seconds:.1f}s; run {report.run_id}"), out=out)
     counts = warehouse_summary(database)
     document.update(
         {
@@ -154,6 +184,7 @@ def _demo(
             "as_of": as_of,
             "run_id": report.run_id,
             "seconds": round(report.seconds, 2),
+            "runs": runs,
             "tables": counts,
         }
     )
@@ -294,27 +325,38 @@ def warehouse_table(database: str, counts: dict[str, int | None]):
     return Group(Text(f"warehouse {database}", style="bold"), grid)
 
 
-def _rebuild_if_ahead(database: str, as_of: str) -> str | None:
-    """The demo's warehouse moves forward like any other (SPEC section 16). When it already learned
-    past the demo's anchor (say the UI materialized it on the wall clock), a demo run would be
-    refused, so the demo rebuilds its own warehouse file from the world it just wrote."""
+def _iso(instant: datetime) -> str:
+    return instant.isoformat().replace("+00:00", "Z")
+
+
+def _days_to_run(database: str, anchor: datetime, days: int) -> tuple[str | None, list[datetime]]:
+    """The daily instants to run, ending at ``anchor``, and the note when the file was rebuilt.
+
+    The demo's warehouse moves forward like any other (SPEC section 16): days it already learned
+    are not run again (the anchor's own run is then a replay when nothing changed). When it learned
+    past the anchor (say the UI materialized it on the wall clock), a demo run would be refused, so
+    the demo rebuilds its own warehouse file from the world it just wrote.
+    """
     from tradingmem_assets.defs.operations.ledger import learning_bound
     from tradingmem_assets.lib.warehouse import connection
-    from tradingmem_assets.settings import parse_as_of
 
+    instants = [anchor - timedelta(days=back) for back in range(days - 1, -1, -1)]
     path = Path(database)
     if not path.exists():
-        return None
+        return None, instants
     with connection(path, read_only=True) as con:
         bound = learning_bound(con)
-    if bound is None or bound <= parse_as_of(as_of):
-        return None
+    if bound is None:
+        return None, instants
+    if bound <= anchor:
+        return None, [t for t in instants if t >= bound]
     for stale in (path, path.with_name(path.name + ".wal")):
         stale.unlink(missing_ok=True)
-    return (
+    note = (
         f"rebuilt {database} from scratch: it had learned up to {bound.isoformat()}, later than the "
-        f"demo's as_of {as_of} (learning runs move forward)"
+        f"demo's as_of {_iso(anchor)} (learning runs move forward)"
     )
+    return note, instants
 
 
 def register(group: click.Group) -> None:

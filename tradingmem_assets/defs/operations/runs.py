@@ -256,13 +256,24 @@ def _skipped(instance: dg.DagsterInstance, run_id: str) -> list[str]:
     return [r.dagster_event.step_key for r in records if r.dagster_event and r.dagster_event.step_key]
 
 
+def instance_home() -> Path | None:
+    """DAGSTER_HOME when set; a clear error when it names no folder (Dagster would raise deep inside)."""
+    value = os.environ.get("DAGSTER_HOME")
+    if not value:
+        return None
+    home = Path(value)
+    if not home.is_dir():
+        raise FileNotFoundError(f"DAGSTER_HOME {value} is not a folder: create it or unset DAGSTER_HOME")
+    return home
+
+
 def open_instance() -> dg.DagsterInstance:
     """The instance the UI uses: DAGSTER_HOME when set, else the project's ``dagster.yaml``.
 
     ``dagster dev`` in the repo root without DAGSTER_HOME reads ``./dagster.yaml``, whose storage
     lives under ``data/dagster``; the CLI opens the same storage, so its runs show up in the UI.
     """
-    if os.environ.get("DAGSTER_HOME"):
+    if instance_home() is not None:
         return dg.DagsterInstance.get()
     if Path("dagster.yaml").exists():
         return dg.DagsterInstance.from_config(str(Path.cwd()))
