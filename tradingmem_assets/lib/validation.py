@@ -1,11 +1,12 @@
 """Run a Pandera schema lazily and keep its failure cases as data (never a bare traceback).
 
-Large tables are validated one customer range at a time, so only one range is in Python at once.
+Large tables are validated one key range at a time (customers, decisions), so only one range is in
+Python at once.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 
 import duckdb
@@ -14,6 +15,10 @@ import polars as pl
 from pandera.errors import SchemaError, SchemaErrors
 
 from tradingmem_assets.lib.dtypes import as_utc
+
+FAILURE_CASES_DTYPES = pl.Schema(
+    {"column": pl.String(), "check": pl.String(), "failure_case": pl.String(), "index": pl.Int64()}
+)
 
 
 @dataclass(frozen=True)
@@ -57,39 +62,88 @@ def validate(schema: pa.DataFrameSchema, frame: pl.DataFrame) -> Validation:
             name,
             pl.DataFrame(
                 {"column": [None], "check": [str(err.check)], "failure_case": [str(err)], "index": [None]},
-                schema={
-                    "column": pl.String,
-                    "check": pl.String,
-                    "failure_case": pl.String,
-                    "index": pl.Int64,
-                },
+                schema=FAILURE_CASES_DTYPES,
             ),
         )
-    return Validation(
-        name,
-        pl.DataFrame(
-            schema={"column": pl.String, "check": pl.String, "failure_case": pl.String, "index": pl.Int64}
-        ),
-    )
+    return Validation(name, pl.DataFrame(schema=FAILURE_CASES_DTYPES))
 
 
-def customer_ranges(
-    con: duckdb.DuckDBPyConnection, table: str, size: int
+def key_ranges(
+    con: duckdb.DuckDBPyConnection, table: str, key: str, size: int
 ) -> list[tuple[str | None, str | None]]:
-    """Half-open customer_id ranges [lo, hi) of about ``size`` rows of ``table`` each (None: open
-    end). Every row of a customer falls in exactly one range, so a per-customer or unique-key
-    check over each range checks the whole table."""
+    """Half-open ``key`` ranges [lo, hi) of about ``size`` rows of ``table`` each (None: open end).
+    Every row of one key value falls in exactly one range, so a per-key or unique-key check over
+    each range checks the whole table."""
     starts = [
         row[0]
         for row in con.execute(
-            "SELECT DISTINCT customer_id FROM (SELECT customer_id, "
-            f"row_number() OVER (ORDER BY customer_id) AS n FROM {table}) "
-            f"WHERE (n - 1) % {int(size)} = 0 ORDER BY customer_id"
+            f"SELECT DISTINCT {key} FROM (SELECT {key}, "
+            f"row_number() OVER (ORDER BY {key}) AS n FROM {table}) "
+            f"WHERE (n - 1) % {int(size)} = 0 ORDER BY {key}"
         ).fetchall()
     ]
     if not starts:
         return [(None, None)]
     return list(zip(starts, [*starts[1:], None], strict=True))
+
+
+def customer_ranges(
+    con: duckdb.DuckDBPyConnection, table: str, size: int
+) -> list[tuple[str | None, str | None]]:
+    """``key_ranges`` by customer_id."""
+    return key_ranges(con, table, "customer_id", size)
+
+
+def range_frames(
+    con: duckdb.DuckDBPyConnection,
+    query: Callable[[str], str],
+    ranges: Sequence[tuple[str | None, str | None]],
+    key: str,
+    params: Mapping[str, object] | None = None,
+) -> Iterator[pl.DataFrame]:
+    """The frames of ``query(condition)``, one ``key`` range at a time (``condition`` restricts
+    ``key`` to the range), so only one range is in Python at once."""
+    for lo, hi in ranges:
+        bounds = {name: value for name, value in (("lo", lo), ("hi", hi)) if value is not None}
+        condition = " AND ".join({"lo": f"{key} >= $lo", "hi": f"{key} < $hi"}[name] for name in bounds)
+        yield as_utc(con.sql(query(condition or "true"), params={**(params or {}), **bounds} or None).pl())
+
+
+def bucket_frames(
+    con: duckdb.DuckDBPyConnection, relation: str, columns: str, key: str, size: int
+) -> Iterator[pl.DataFrame]:
+    """``columns`` of ``relation`` in hash buckets of ``key`` of about ``size`` rows each: every row
+    of one key value falls in one bucket, so a per-key or unique-key check over each bucket checks
+    the whole table, with one bucket in Python at once (no sort needed, unlike ``key_ranges``)."""
+    [(rows,)] = con.execute(f"SELECT count(*) FROM {relation}").fetchall()
+    buckets = max(1, -(-rows // size))
+    for bucket in range(buckets):
+        where = "" if buckets == 1 else f" WHERE hash({key}) % {buckets} = {bucket}"
+        yield as_utc(con.sql(f"SELECT {columns} FROM {relation}{where}").pl())
+
+
+def unique_across_buckets(
+    con: duckdb.DuckDBPyConnection, relation: str, column: str, key: str, validation: Validation
+) -> Validation:
+    """``validation`` (of ``bucket_frames`` by ``key``) with the values of the unique ``column``
+    shared by rows of different keys, which no single bucket sees (Pandera's check name)."""
+    shared = con.sql(
+        f"SELECT '{column}' AS column, 'field_uniqueness' AS check, {column}::VARCHAR AS failure_case, "
+        f"NULL::BIGINT AS index FROM {relation} GROUP BY {column} "
+        f"HAVING count(DISTINCT {key}) > 1 ORDER BY {column}"
+    ).pl()
+    if shared.height == 0:
+        return validation
+    return Validation(validation.schema_name, pl.concat([validation.failure_cases, shared]))
+
+
+def validate_frames(schema: pa.DataFrameSchema, frames: Iterable[pl.DataFrame]) -> tuple[Validation, int]:
+    """Validate each frame (ranges of one table) and collect every failure; also the rows seen."""
+    failures, rows = [pl.DataFrame(schema=FAILURE_CASES_DTYPES)], 0
+    for frame in frames:
+        rows += frame.height
+        failures.append(validate(schema, frame).failure_cases)
+    return Validation(schema.name or "schema", pl.concat(failures)), rows
 
 
 def validate_by_customer(
@@ -101,12 +155,4 @@ def validate_by_customer(
 ) -> Validation:
     """Validate every row of ``query(condition)`` one customer range at a time; ``condition``
     restricts ``customer_id`` to the range."""
-    failures = []
-    for lo, hi in ranges:
-        bounds = {name: value for name, value in (("lo", lo), ("hi", hi)) if value is not None}
-        condition = " AND ".join(
-            {"lo": "customer_id >= $lo", "hi": "customer_id < $hi"}[name] for name in bounds
-        )
-        frame = con.sql(query(condition or "true"), params={**(params or {}), **bounds} or None).pl()
-        failures.append(validate(schema, as_utc(frame)).failure_cases)
-    return Validation(schema.name or "schema", pl.concat(failures))
+    return validate_frames(schema, range_frames(con, query, ranges, "customer_id", params))[0]

@@ -3,7 +3,7 @@
 import dagster as dg
 import polars as pl
 
-from tradingmem_assets.defs.evaluation.invariants import EVALUATION_RUNS_INVARIANTS
+from tradingmem_assets.defs.evaluation.invariants import validate_runs
 from tradingmem_assets.defs.evaluation.scoring import (
     COMPONENTS,
     EvaluationConfigError,
@@ -21,8 +21,7 @@ from tradingmem_assets.lib.dagster_kit import (
     table_metadata,
 )
 from tradingmem_assets.lib.tables import raw_key
-from tradingmem_assets.lib.validation import validate
-from tradingmem_assets.lib.warehouse import read_frame, scalar, transaction
+from tradingmem_assets.lib.warehouse import scalar, transaction
 
 RUNS_INVARIANTS_CHECK = "evaluation_runs_invariants"
 
@@ -39,11 +38,6 @@ EVALUATION_INPUTS = [
         "evaluation_promotions",
     )
 ]
-# Every column but the 64-hex inputs_hash (sha256 output by construction) is validated by Pandera.
-VALIDATED_COLUMNS = (
-    "run_id, decision_id, execution_id, profile_id, run_version, status, is_primary, promoted_at, created_at, "
-    "known_at"
-)
 
 
 @dg.multi_asset(
@@ -91,8 +85,7 @@ def evaluation(context: dg.AssetExecutionContext, warehouse: WarehouseResource):
             except EvaluationConfigError as exc:
                 raise dg.Failure(description=str(exc)) from exc
         evaluate(con, roles, as_of, learning_bound(con))
-        all_runs = read_frame(con, f"SELECT {VALIDATED_COLUMNS} FROM _ev_all")
-        validation = validate(EVALUATION_RUNS_INVARIANTS, all_runs)
+        validation, _ = validate_runs(con, "_ev_all")
         yield from refuse_write(validation, "evaluation_runs", [(RUNS_INVARIANTS_CHECK, "evaluation_runs")])
         with transaction(con):
             con.execute(
@@ -104,6 +97,12 @@ def evaluation(context: dg.AssetExecutionContext, warehouse: WarehouseResource):
             ).fetchall()
             append_components(con)
         appended = scalar(con, "SELECT count(*) FROM _ev_fresh")
+        [(run_rows, primary_runs)] = con.execute(
+            f"SELECT count(*), count(*) FILTER (WHERE is_primary) FROM {tables.EVALUATION_RUNS}"
+        ).fetchall()
+        status_counts = dict(
+            con.execute(f"SELECT status, count(*) FROM {tables.EVALUATION_RUNS} GROUP BY status").fetchall()
+        )
         primaries = scalar(con, f"SELECT count(*) FROM {tables.EVALUATION_PRIMARIES}")
         total_components = scalar(con, "SELECT count(*) FROM main.evaluation_components")
         orphans = scalar(
@@ -111,14 +110,13 @@ def evaluation(context: dg.AssetExecutionContext, warehouse: WarehouseResource):
             "SELECT count(*) FROM raw.evaluation_promotions p ANTI JOIN main.evaluation_runs r "
             "USING (decision_id, profile_id, run_version)",
         )
-    status_counts = dict(all_runs.group_by("status").len().rows())
     yield dg.MaterializeResult(
         asset_key="evaluation_runs",
         metadata={
-            **table_metadata(tables.EVALUATION_RUNS, row_count=all_runs.height),
+            **table_metadata(tables.EVALUATION_RUNS, row_count=run_rows),
             "as_of": as_of.isoformat(),
             "appended_versions": appended,
-            "primary_runs": int(all_runs.get_column("is_primary").sum()),
+            "primary_runs": primary_runs,
             "complete": status_counts.get("complete", 0),
             "pending": status_counts.get("pending", 0),
             "insufficient_data": status_counts.get("insufficient_data", 0),

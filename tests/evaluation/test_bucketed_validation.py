@@ -1,0 +1,65 @@
+"""The run invariants validated in decision buckets find exactly what one frame of the whole table finds."""
+
+from datetime import UTC, datetime
+
+import duckdb
+import polars as pl
+import pytest
+
+from tradingmem_assets.defs.evaluation import invariants
+from tradingmem_assets.defs.evaluation.invariants import EVALUATION_RUNS_INVARIANTS, VALIDATED_COLUMNS, validate_runs
+from tradingmem_assets.lib.validation import validate
+
+T = datetime(2024, 1, 2, tzinfo=UTC)
+
+
+def _runs(n_decisions: int) -> pl.DataFrame:
+    rows = []
+    for d in range(n_decisions):
+        for version, status in ((0, "pending"), (1, "complete")):
+            rows.append(
+                {
+                    "run_id": f"er_{d:04d}_{version}",
+                    "decision_id": f"d{d:04d}",
+                    "execution_id": f"x{d:04d}",
+                    "profile_id": "abs_7d",
+                    "run_version": version,
+                    "status": status,
+                    "is_primary": version == 1,
+                    "promoted_at": T if version == 1 else None,
+                    "created_at": T,
+                    "known_at": T if version == 1 else None,
+                }
+            )
+    return pl.DataFrame(rows).cast({"run_version": pl.Int64})
+
+
+TAMPERS = {
+    "clean": "SELECT 1",
+    "a run id shared by two decisions": "UPDATE runs SET run_id = 'er_0000_1' WHERE run_id = 'er_0031_1'",
+    "a second primary run": "UPDATE runs SET is_primary = true, promoted_at = created_at WHERE run_id = 'er_0007_0'",
+    "an unknown status": "UPDATE runs SET status = 'graded' WHERE run_id = 'er_0019_1'",
+    "a duplicate version": "UPDATE runs SET run_version = 1, status = 'complete', known_at = created_at "
+    "WHERE run_id = 'er_0023_0'",
+}
+
+
+@pytest.mark.parametrize("tamper", list(TAMPERS), ids=list(TAMPERS))
+def test_buckets_report_what_one_frame_reports(tamper, monkeypatch):
+    con = duckdb.connect()
+    con.execute("SET TimeZone = 'UTC'")
+    frame = _runs(40)
+    con.execute("CREATE TABLE runs AS SELECT * FROM frame")
+    con.execute(TAMPERS[tamper])
+    monkeypatch.setattr(invariants, "BUCKET_ROWS", 7)  # 80 rows: 12 buckets
+
+    bucketed, rows = validate_runs(con, "runs")
+    whole = validate(EVALUATION_RUNS_INVARIANTS, con.sql(f"SELECT {VALIDATED_COLUMNS} FROM runs").pl())
+
+    assert rows == 80
+    assert bucketed.passed == whole.passed == (tamper == "clean")
+
+    def found(v):
+        return sorted(set(v.failure_cases.select("column", "check").rows()), key=str)
+
+    assert found(bucketed) == found(whole)
