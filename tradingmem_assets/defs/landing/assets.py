@@ -6,13 +6,13 @@ from pathlib import Path
 import dagster as dg
 import polars as pl
 
-from tradingmem_assets.defs.landing.ingest import LandingFileError, ingest_table
+from tradingmem_assets.defs.landing.ingest import LandingFileError, ingest_chunks
 from tradingmem_assets.defs.landing.invariants import LANDING_TABLES, RAW_REJECTS_DTYPES, LandingTable
 from tradingmem_assets.defs.resources import WarehouseResource
 from tradingmem_assets.lib import tables
 from tradingmem_assets.lib.dagster_kit import declared_metadata, feed_freshness, table_metadata
 from tradingmem_assets.lib.tables import raw_key
-from tradingmem_assets.lib.warehouse import ensure_table, replace_table, scalar, transaction
+from tradingmem_assets.lib.warehouse import append_rows, ensure_table, replace_table, scalar, transaction
 
 ROWS_CONSERVED_CHECK = "rows_read_equal_accepted_plus_rejected"
 
@@ -61,36 +61,42 @@ def _landing_asset(spec: LandingTable) -> dg.AssetsDefinition:
                 },
             )
             return
+        rows_read, source_file, filled, frame = 0, None, (), None
         try:
-            result = ingest_table(Path(warehouse.landing_dir), spec.name)
+            with warehouse.connect() as con, transaction(con):
+                ensure_table(con, tables.RAW_REJECTS, pl.DataFrame(schema=RAW_REJECTS_DTYPES))
+                con.execute(f"DELETE FROM {tables.RAW_REJECTS} WHERE table_name = ?", [spec.name])
+                for n, chunk in enumerate(ingest_chunks(Path(warehouse.landing_dir), spec.name)):
+                    write = replace_table if n == 0 else append_rows
+                    write(con, f"raw.{spec.name}", chunk.accepted)
+                    append_rows(con, tables.RAW_REJECTS, chunk.rejects)
+                    rows_read += chunk.rows_read
+                    source_file, filled, frame = (
+                        chunk.source_file,
+                        chunk.filled_columns,
+                        chunk.accepted.head(0),
+                    )
+                accepted = scalar(con, f"SELECT count(*) FROM raw.{spec.name}")
+                rejected = scalar(
+                    con, f"SELECT count(*) FROM {tables.RAW_REJECTS} WHERE table_name = ?", [spec.name]
+                )
+                reasons = con.execute(
+                    f"SELECT reason, count(*) AS n FROM {tables.RAW_REJECTS} WHERE table_name = ? "
+                    "GROUP BY reason ORDER BY n DESC, reason LIMIT 10",
+                    [spec.name],
+                ).fetchall()
         except LandingFileError as exc:
             raise dg.Failure(description=str(exc)) from exc
-        with warehouse.connect() as con, transaction(con):
-            ensure_table(con, tables.RAW_REJECTS, pl.DataFrame(schema=RAW_REJECTS_DTYPES))
-            replace_table(con, f"raw.{spec.name}", result.accepted)
-            con.execute(f"DELETE FROM {tables.RAW_REJECTS} WHERE table_name = ?", [spec.name])
-            con.register("_rejects", result.rejects)
-            con.execute(f"INSERT INTO {tables.RAW_REJECTS} SELECT * FROM _rejects")
-            con.unregister("_rejects")
-            accepted = scalar(con, f"SELECT count(*) FROM raw.{spec.name}")
-            rejected = scalar(
-                con, f"SELECT count(*) FROM {tables.RAW_REJECTS} WHERE table_name = ?", [spec.name]
-            )
-        if result.source_file is None:
+        if source_file is None:
             context.log.info(f"no landing file for {spec.name}: raw.{spec.name} is an empty table")
-        reasons = (
-            result.rejects.get_column("reason").value_counts(sort=True).head(10).rows()
-            if result.rejected
-            else []
-        )
         yield dg.MaterializeResult(
             metadata={
-                **table_metadata(f"raw.{spec.name}", result.accepted),
-                "source_file": dg.MetadataValue.text(result.source_file or "(none: empty table)"),
-                "rows_read": result.rows_read,
+                **table_metadata(f"raw.{spec.name}", frame, row_count=accepted),
+                "source_file": dg.MetadataValue.text(source_file or "(none: empty table)"),
+                "rows_read": rows_read,
                 "accepted": accepted,
                 "rejected": rejected,
-                "columns_filled_with_null": ", ".join(result.filled_columns) or "(none)",
+                "columns_filled_with_null": ", ".join(filled) or "(none)",
                 "reject_reasons": dg.MetadataValue.md(
                     "\n".join(f"- `{r}`: {n}" for r, n in reasons) or "no rejects"
                 ),
@@ -98,8 +104,8 @@ def _landing_asset(spec: LandingTable) -> dg.AssetsDefinition:
             check_results=[
                 dg.AssetCheckResult(
                     check_name=ROWS_CONSERVED_CHECK,
-                    passed=bool(result.rows_read == accepted + rejected),
-                    metadata={"rows_read": result.rows_read, "accepted": accepted, "rejected": rejected},
+                    passed=bool(rows_read == accepted + rejected),
+                    metadata={"rows_read": rows_read, "accepted": accepted, "rejected": rejected},
                 )
             ],
         )

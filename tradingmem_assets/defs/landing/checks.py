@@ -6,7 +6,7 @@ from pathlib import Path
 
 import dagster as dg
 
-from tradingmem_assets.defs.landing.ingest import find_landing_file, read_landing_file
+from tradingmem_assets.defs.landing.ingest import count_landing_rows, find_landing_file
 from tradingmem_assets.defs.landing.invariants import LANDING_TABLES
 from tradingmem_assets.lib import tables
 from tradingmem_assets.lib.tables import raw_key
@@ -27,7 +27,7 @@ def _stored_conservation_check(table: str) -> dg.AssetChecksDefinition:
         warehouse = context.resources.warehouse
         try:
             path = find_landing_file(Path(warehouse.landing_dir), table)
-            rows_read = 0 if path is None else read_landing_file(path).height
+            rows_read = 0 if path is None else count_landing_rows(path)
             with warehouse.connect() as con:
                 raw = tables.raw_table(table)
                 accepted = scalar(con, f"SELECT count(*) FROM {raw}") if table_exists(con, raw) else 0

@@ -1,7 +1,9 @@
 """Landing ingestion: read one landing file, type it, validate it, split accepted from rejected.
 
 Nothing is dropped silently: every row read ends up either accepted or in the rejects frame
-with every reason that applies, so ``rows_read == accepted + rejected`` always holds.
+with every reason that applies, so ``rows_read == accepted + rejected`` always holds. A Parquet
+file is ingested ``CHUNK_ROWS`` rows at a time (``ingest_chunks``), so a large file never sits in
+Python whole; a key seen in an earlier chunk makes a later row a ``duplicate_key``, as in one pass.
 Typing is one set-based DuckDB ``TRY_CAST`` pass; the value rules are the Pandera schema of
 ``schemas.landing``; its failure cases (with their row index) become reject reasons.
 """
@@ -9,12 +11,14 @@ Typing is one set-based DuckDB ``TRY_CAST`` pass; the value rules are the Pander
 from __future__ import annotations
 
 import csv
+from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
 import duckdb
 import pandera.polars as pa
 import polars as pl
+import pyarrow.parquet as pq
 from pandera.errors import SchemaErrors
 
 from tradingmem_assets.defs.landing.invariants import (
@@ -27,6 +31,8 @@ from tradingmem_assets.defs.landing.invariants import (
 from tradingmem_assets.lib.warehouse import read_frame
 
 ROW = "__row_number"
+# rows of one ingestion chunk of a Parquet file (SF 10's 5 million transactions: ten chunks)
+CHUNK_ROWS = 500_000
 
 
 class LandingFileError(RuntimeError):
@@ -75,6 +81,35 @@ def read_landing_file(path: Path) -> pl.DataFrame:
         raise
     except Exception as exc:  # any reader failure means the file as a whole is unusable
         raise LandingFileError(f"cannot read landing file {path}: {exc}") from exc
+
+
+def landing_chunks(path: Path) -> Iterator[tuple[int, pl.DataFrame]]:
+    """(number of its first row, frame) per chunk: Parquet in record batches of ``CHUNK_ROWS``, CSV
+    whole. An empty file is one empty chunk (its columns are still checked)."""
+    rows = CHUNK_ROWS
+    if path.suffix != ".csv":
+        try:
+            parquet = pq.ParquetFile(path)
+            if parquet.metadata.num_rows > rows:
+                first = 1
+                for batch in parquet.iter_batches(batch_size=rows):
+                    frame = pl.from_arrow(batch)
+                    yield first, frame  # type: ignore[misc]
+                    first += batch.num_rows
+                return
+        except Exception as exc:  # any reader failure means the file as a whole is unusable
+            raise LandingFileError(f"cannot read landing file {path}: {exc}") from exc
+    yield 1, read_landing_file(path)
+
+
+def count_landing_rows(path: Path) -> int:
+    """Rows of a landing file (Parquet from its footer; a CSV's records, ragged ones included)."""
+    if path.suffix != ".csv":
+        try:
+            return pq.ParquetFile(path).metadata.num_rows
+        except Exception as exc:
+            raise LandingFileError(f"cannot read landing file {path}: {exc}") from exc
+    return read_landing_file(path).height
 
 
 RAGGED = "__ragged_line"
@@ -147,8 +182,15 @@ def _pandera_reasons(spec: LandingTable, typed: pl.DataFrame) -> pl.DataFrame:
     return pl.DataFrame(schema={"idx": pl.Int64, "column": pl.String, "reason": pl.String})
 
 
-def ingest_frame(table: str, frame: pl.DataFrame, source_file: str | None) -> IngestResult:
-    """Type and validate an already-read landing frame."""
+def ingest_frame(
+    table: str,
+    frame: pl.DataFrame,
+    source_file: str | None,
+    first_row: int = 1,
+    seen_keys: pl.DataFrame | None = None,
+) -> IngestResult:
+    """Type and validate an already-read landing frame whose first row is row ``first_row`` of its
+    file; an otherwise valid row whose key is in ``seen_keys`` (earlier chunks) is a duplicate."""
     spec = LANDING_TABLES[table]
     ragged = (
         frame.with_row_index(ROW, offset=1)
@@ -165,7 +207,9 @@ def ingest_frame(table: str, frame: pl.DataFrame, source_file: str | None) -> In
             f"landing file {source_file} lacks required column(s) {', '.join(required_missing)} "
             f"of table {table}"
         )
-    original = frame.select(sorted(present, key=spec.column_names.index)).with_row_index(ROW, offset=1)
+    original = frame.select(sorted(present, key=spec.column_names.index)).with_row_index(
+        ROW, offset=first_row
+    )
     original = original.with_columns(pl.col(ROW).cast(pl.Int64))
     con = duckdb.connect()
     try:
@@ -194,12 +238,12 @@ def ingest_frame(table: str, frame: pl.DataFrame, source_file: str | None) -> In
     bad_idx = reasons.get_column("idx").unique()
     is_bad = pl.int_range(pl.len(), dtype=pl.Int64).is_in(bad_idx.implode())
     # among rows that are otherwise valid, the first occurrence of a key wins
-    dup = (
-        typed.with_row_index("idx")
-        .filter(~is_bad)
-        .filter(pl.int_range(pl.len()).over(list(spec.key)) > 0)
-        .select(pl.col("idx").cast(pl.Int64), pl.lit("duplicate_key").alias("reason"))
-    )
+    valid = typed.with_row_index("idx").filter(~is_bad)
+    dup = valid.filter(pl.int_range(pl.len()).over(list(spec.key)) > 0)
+    if seen_keys is not None and seen_keys.height:
+        earlier = valid.join(seen_keys, on=list(spec.key), how="semi", nulls_equal=True)
+        dup = pl.concat([dup, earlier]).unique("idx").sort("idx")
+    dup = dup.select(pl.col("idx").cast(pl.Int64), pl.lit("duplicate_key").alias("reason"))
     per_row = (
         pl.concat([reasons.select("idx", "reason"), dup])
         .unique(maintain_order=True)
@@ -272,10 +316,32 @@ def _ragged_rejects(spec: LandingTable, ragged: pl.DataFrame, source_file: str |
     ).cast(RAW_REJECTS_DTYPES)
 
 
-def ingest_table(landing_dir: Path, table: str) -> IngestResult:
-    """Ingest ``<table>.parquet|csv`` from the landing folder; no file means an empty table."""
+def ingest_chunks(landing_dir: Path, table: str) -> Iterator[IngestResult]:
+    """Ingest ``<table>.parquet|csv`` from the landing folder, one chunk at a time (``landing_chunks``);
+    no file means one empty result."""
     spec = LANDING_TABLES[table]
     path = find_landing_file(Path(landing_dir), table)
     if path is None:
-        return IngestResult(table, None, 0, spec.empty(), pl.DataFrame(schema=RAW_REJECTS_DTYPES), ())
-    return ingest_frame(table, read_landing_file(path), str(path))
+        yield IngestResult(table, None, 0, spec.empty(), pl.DataFrame(schema=RAW_REJECTS_DTYPES), ())
+        return
+    seen: pl.DataFrame | None = None
+    for first_row, frame in landing_chunks(path):
+        result = ingest_frame(table, frame, str(path), first_row=first_row, seen_keys=seen)
+        keys = result.accepted.select(list(spec.key))
+        seen = keys if seen is None else pl.concat([seen, keys])
+        yield result
+
+
+def ingest_table(landing_dir: Path, table: str) -> IngestResult:
+    """The whole landing file as one result (every chunk's rows together)."""
+    parts = list(ingest_chunks(landing_dir, table))
+    if len(parts) == 1:
+        return parts[0]
+    return IngestResult(
+        table=table,
+        source_file=parts[0].source_file,
+        rows_read=sum(p.rows_read for p in parts),
+        accepted=pl.concat([p.accepted for p in parts]),
+        rejects=pl.concat([p.rejects for p in parts]),
+        filled_columns=parts[0].filled_columns,
+    )
