@@ -43,6 +43,7 @@ from tradingmem_assets.lib.sql_json import (
     lower_hex_escapes,
     sql_literal,
 )
+from tradingmem_assets.lib.warehouse import run_script
 
 # Unicode White_Space (what Polars' and Rust's ``\s`` match) as an RE2 class body: DuckDB's ``\s``
 # is ASCII only.
@@ -83,64 +84,80 @@ _REASONS = reason_columns_sql()
 SELF_REPORTS_VIEW = "_profile_self_reports"
 
 # Per customer opened at or before $as_of: every value of the profile, and the row ids and reasons
-# of its basis. Reads raw.customers, raw.questionnaire_results, raw.customer_transactions,
+# of its basis, into the temp table __INTO__, in stages (temp tables of what the next stages read,
+# which DuckDB spills under its memory limit: one query over all of it ran out of memory at SF 30).
+# Reads raw.customers, raw.questionnaire_results, raw.customer_transactions,
 # main.user_facts, main.memory_promotions and the self-report lookup.
-PROFILE_INPUTS_SQL = f"""
-WITH base AS (
+PROFILE_STAGES = tuple(
+    f"_pf_{name}"
+    for name in (
+        "base",
+        "latest_questionnaire",
+        "balance",
+        "window_tx",
+        "recent",
+        "chosen_facts",
+        "held_back",
+        "subject",
+        "buys",
+    )
+)
+PROFILE_INPUTS_SCRIPT = f"""
+CREATE OR REPLACE TEMP TABLE _pf_base AS (
     SELECT customer_id, real_name, birth_date, occupation, mobile, opened_at
     FROM raw.customers
     WHERE opened_at IS NULL OR opened_at <= $as_of
-),
-latest_questionnaire AS (
+);
+CREATE OR REPLACE TEMP TABLE _pf_latest_questionnaire AS (
     SELECT customer_id, arg_max({{'investor_type': investor_type, 'assessment_id': assessment_id}},
                                 (assessed_at, assessment_id)) AS latest
     FROM raw.questionnaire_results
     WHERE assessed_at <= $as_of
     GROUP BY customer_id
-),
-balance AS (  -- the latest instant, then the highest txn_id among same-instant rows
+);
+CREATE OR REPLACE TEMP TABLE _pf_balance AS (  -- the latest instant, then the highest txn_id among same-instant rows
     SELECT customer_id, arg_max({{'total_asset': balance_after, 'txn_id': txn_id}}, (ts, txn_id)) AS latest
     FROM raw.customer_transactions
     WHERE ts <= $as_of AND balance_after IS NOT NULL
     GROUP BY customer_id
-),
-window_tx AS (  -- the longest window a field reads
+);
+CREATE OR REPLACE TEMP TABLE _pf_window_tx AS (  -- the longest window a field reads
     SELECT customer_id, txn_id, ts, side, product_risk_level
     FROM raw.customer_transactions
     WHERE ts <= $as_of AND ts > $as_of - INTERVAL {max(FREQUENCY_WINDOW, BEHAVIOR_WINDOW).days} DAY
-),
-recent AS (
+);
+CREATE OR REPLACE TEMP TABLE _pf_recent AS (
     SELECT customer_id, count(*) AS trading_frequency, list(txn_id ORDER BY txn_id) AS recent_ids
-    FROM window_tx
+    FROM _pf_window_tx
     WHERE ts > $as_of - INTERVAL {FREQUENCY_WINDOW.days} DAY
     GROUP BY customer_id
-),
-chosen_facts AS (
+);
+CREATE OR REPLACE TEMP TABLE _pf_chosen_facts AS (
     SELECT customer_id,
            {_CHOSEN_FACTS}
     FROM main.user_facts
     WHERE fact_key IN ({_FACT_KEYS})
     GROUP BY customer_id
-),
-held_back AS (
+);
+CREATE OR REPLACE TEMP TABLE _pf_held_back AS (
     SELECT customer_id,
            {_HELD_BACK_UNITS}
     FROM main.memory_promotions
     WHERE fact_key IN ({_FACT_KEYS}) AND status <> 'promoted'
     GROUP BY customer_id
-),
-subject AS (
+);
+CREATE OR REPLACE TEMP TABLE _pf_subject AS (
     SELECT base.*, latest.investor_type, latest.assessment_id, {_FACT_FIELDS},
            s.self_class, s.self_tag,
            substr(latest.investor_type, 2)::TINYINT AS inv_level,
            substr(s.self_class, 2)::TINYINT AS self_level
-    FROM base
-    LEFT JOIN latest_questionnaire USING (customer_id)
-    LEFT JOIN chosen_facts USING (customer_id)
-    LEFT JOIN held_back USING (customer_id)
+    FROM _pf_base base
+    LEFT JOIN _pf_latest_questionnaire latest_questionnaire USING (customer_id)
+    LEFT JOIN _pf_chosen_facts chosen_facts USING (customer_id)
+    LEFT JOIN _pf_held_back held_back USING (customer_id)
     LEFT JOIN {SELF_REPORTS_VIEW} s ON s.rl_value = chosen_facts.rl_fact.value
-),
-buys AS (
+);
+CREATE OR REPLACE TEMP TABLE _pf_buys AS (
     SELECT t.customer_id,
            count(*) AS n_buys,
            count(*) FILTER (WHERE t.level <= s.inv_level) AS n_within,
@@ -151,22 +168,23 @@ buys AS (
            list(t.txn_id ORDER BY t.txn_id) FILTER (WHERE s.inv_level IS NULL AND t.level > s.self_level)
                AS above_self_ids
     FROM (SELECT customer_id, txn_id, substr(product_risk_level, 2)::TINYINT AS level
-          FROM window_tx
+          FROM _pf_window_tx
           WHERE side = 'buy' AND ts > $as_of - INTERVAL {BEHAVIOR_WINDOW.days} DAY) t
-    JOIN subject s USING (customer_id)
+    JOIN _pf_subject s USING (customer_id)
     GROUP BY t.customer_id
-),
-joined AS (
+);
+CREATE OR REPLACE TEMP TABLE __INTO__ AS
+WITH joined AS (
     SELECT subject.*, balance.latest.total_asset, balance.latest.txn_id AS balance_txn_id,
            coalesce(recent.trading_frequency, 0) AS trading_frequency, recent.recent_ids,
            coalesce(buys.n_buys, 0) AS n_buys, buys.n_within, buys.buy_ids,
            coalesce(buys.n_above_inv, 0) AS n_above_inv, buys.above_inv_ids,
            coalesce(buys.n_above_self, 0) AS n_above_self, buys.above_self_ids,
            coalesce(subject.self_class <> subject.investor_type, false) AS c_differs
-    FROM subject
-    LEFT JOIN balance USING (customer_id)
-    LEFT JOIN recent USING (customer_id)
-    LEFT JOIN buys USING (customer_id)
+    FROM _pf_subject subject
+    LEFT JOIN _pf_balance balance USING (customer_id)
+    LEFT JOIN _pf_recent recent USING (customer_id)
+    LEFT JOIN _pf_buys buys USING (customer_id)
 )
 SELECT * EXCLUDE (m, inv_level, self_level, self_tag),
        -- 2 decimals, half to even on the scaled value: the rounding the stored profiles were hashed with
@@ -182,6 +200,7 @@ SELECT * EXCLUDE (m, inv_level, self_level, self_tag),
 FROM (SELECT *, c_differs OR n_above_inv > 0 OR n_above_self > 0 AS conflict,
              regexp_replace(mobile, '[{_WHITESPACE}\\-]', '', 'g') AS m
       FROM joined)
+ORDER BY customer_id;
 """
 
 
@@ -209,12 +228,11 @@ def create_profiles(con: duckdb.DuckDBPyConnection, as_of: datetime, table: str)
     inputs = f"{table}_inputs"
     con.register(SELF_REPORTS_VIEW, self_reports(reported.get_column("fact_value")))
     try:
-        con.execute(
-            f"CREATE OR REPLACE TEMP TABLE {inputs} AS {PROFILE_INPUTS_SQL} ORDER BY customer_id",
-            {"as_of": as_of},
-        )
+        run_script(con, PROFILE_INPUTS_SCRIPT.replace("__INTO__", inputs), {"as_of": as_of})
     finally:
         con.unregister(SELF_REPORTS_VIEW)
+        for stage in PROFILE_STAGES:
+            con.execute(f"DROP TABLE IF EXISTS {stage}")
     con.execute(f"CREATE OR REPLACE TEMP TABLE {table} AS {_with_profile_sql(inputs)}")
     con.execute(f"DROP TABLE {inputs}")
 
