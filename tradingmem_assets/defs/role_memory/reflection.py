@@ -27,7 +27,7 @@ from tradingmem_assets.defs.role_memory.recall import RECALL_INDEX, rebuild_reca
 from tradingmem_assets.lib import tables
 from tradingmem_assets.lib.dtypes import UTC_TS
 from tradingmem_assets.lib.vocabulary import TRAINABLE_CLASSES
-from tradingmem_assets.lib.warehouse import ensure_table, read_frame, table_exists, transaction
+from tradingmem_assets.lib.warehouse import ensure_table, read_frame, run_script, table_exists, transaction
 
 LESSON_MAX_CHARS = 280
 DETERMINISTIC = "deterministic"
@@ -146,18 +146,37 @@ REFLECTION_BATCH = "_tm_reflection_batch"
 # Inputs of the ladder for every eligible case with an outcome (optionally one case), classified.
 # Exogenous events are few: each symbol's event times come as one list, tested against the window.
 # The run's numbers are only needed for lessons: ``TRAINABLE_ROWS_SQL`` adds them to trainable rows.
-INPUTS_SQL = """
+# In stages (narrow temp tables DuckDB can spill): the (case, run) pairs first, then only their two
+# measured components, then the wide rows; one query over all of it ran out of memory at SF 30.
+INPUTS_STAGES = ("_rf_pos", "_rf_events", "_rf_pairs", "_rf_components")
+INPUTS_SCRIPT = """
+CREATE OR REPLACE TEMP TABLE _rf_pos AS
+SELECT execution_id, max(closed_at) AS closed_at
+FROM raw.position_lifecycles WHERE closed_at <= $as_of GROUP BY execution_id;
+
+CREATE OR REPLACE TEMP TABLE _rf_events AS
+SELECT symbol, list(ts) AS ts FROM raw.market_events WHERE exogenous AND ts <= $as_of GROUP BY symbol;
+
+-- every (chain-eligible case, complete run that was its primary at some instant)
+CREATE OR REPLACE TEMP TABLE _rf_pairs AS
+SELECT rc.case_id, rc.decision_id, rc.role_id, rc.symbol, rc.scenario, rc.direction, rc.decision_text,
+       ep.run_id, ep.primary_from, ep.primary_until, rc.execution_id, r.known_at AS run_known_at,
+       r.execution_id AS run_execution_id, r.profile_id
+FROM main.role_cases rc
+JOIN _tm_roles ro ON ro.role_id = rc.role_id
+JOIN main.evaluation_primaries ep ON ep.decision_id = rc.decision_id
+JOIN main.evaluation_runs r ON r.run_id = ep.run_id AND r.status = 'complete'
+WHERE {chain_eligible}
+  AND ($case_id::VARCHAR IS NULL OR (rc.case_id = $case_id AND ep.primary_until IS NULL));
+
+CREATE OR REPLACE TEMP TABLE _rf_components AS
+SELECT c.run_id, c.component, c.value
+FROM main.evaluation_components c SEMI JOIN (SELECT DISTINCT run_id FROM _rf_pairs) p USING (run_id)
+WHERE c.component IN ('excess_return', 'volatility');
+
 CREATE OR REPLACE TEMP TABLE {into} AS
-WITH pos AS (
-    SELECT execution_id, max(closed_at) AS closed_at
-    FROM raw.position_lifecycles WHERE closed_at <= $1 GROUP BY execution_id
-),
-events AS (
-    SELECT symbol, list(ts) AS ts FROM raw.market_events WHERE exogenous AND ts <= $1 GROUP BY symbol
-),
-base AS (  -- every (chain-eligible case, complete run that was its primary at some instant)
-    SELECT rc.case_id, rc.decision_id, rc.role_id, rc.symbol, rc.scenario, rc.direction, rc.decision_text,
-           ep.run_id, ep.primary_from, ep.primary_until, rc.execution_id, r.known_at AS run_known_at,
+WITH base AS (
+    SELECT b.* EXCLUDE (run_execution_id, profile_id),
            e.executed_at AS window_start,
            e.executed_at + to_days(p.horizon_days::INTEGER) AS window_end,
            p.horizon_days, ro.noise_k, ro.maturity_days, pos.closed_at,
@@ -167,19 +186,15 @@ base AS (  -- every (chain-eligible case, complete run that was its primary at s
            coalesce(list_transform(json_extract_string(d.evidence, '$[*]'), lambda x: lower(trim(x))),
                     []::VARCHAR[]) AS evidence,
            ev.ts AS event_times
-    FROM main.role_cases rc
-    JOIN _tm_roles ro ON ro.role_id = rc.role_id
-    JOIN main.evaluation_primaries ep ON ep.decision_id = rc.decision_id
-    JOIN main.evaluation_runs r ON r.run_id = ep.run_id AND r.status = 'complete'
-    JOIN raw.trade_executions e ON e.execution_id = r.execution_id
-    JOIN raw.benchmark_profiles p ON p.profile_id = r.profile_id
-    JOIN raw.trading_decisions d ON d.decision_id = rc.decision_id
-    LEFT JOIN main.evaluation_components ex ON ex.run_id = r.run_id AND ex.component = 'excess_return'
-    LEFT JOIN main.evaluation_components vol ON vol.run_id = r.run_id AND vol.component = 'volatility'
-    LEFT JOIN pos ON pos.execution_id = rc.execution_id
-    LEFT JOIN events ev ON ev.symbol = rc.symbol
-    WHERE {chain_eligible}
-      AND ($2::VARCHAR IS NULL OR (rc.case_id = $2 AND ep.primary_until IS NULL))
+    FROM _rf_pairs b
+    JOIN _tm_roles ro ON ro.role_id = b.role_id
+    JOIN raw.trade_executions e ON e.execution_id = b.run_execution_id
+    JOIN raw.benchmark_profiles p ON p.profile_id = b.profile_id
+    JOIN raw.trading_decisions d ON d.decision_id = b.decision_id
+    LEFT JOIN _rf_components ex ON ex.run_id = b.run_id AND ex.component = 'excess_return'
+    LEFT JOIN _rf_components vol ON vol.run_id = b.run_id AND vol.component = 'volatility'
+    LEFT JOIN _rf_pos pos ON pos.execution_id = b.execution_id
+    LEFT JOIN _rf_events ev ON ev.symbol = b.symbol
 ),
 inputs AS (
     SELECT b.* EXCLUDE (evidence, event_times),
@@ -193,13 +208,13 @@ inputs AS (
 ),
 timed AS (  -- matured: knowable by now, while the run was still primary
     SELECT i.*,
-           coalesce(i.known_at <= $1 AND (i.primary_until IS NULL OR i.known_at < i.primary_until), false)
+           coalesce(i.known_at <= $as_of AND (i.primary_until IS NULL OR i.known_at < i.primary_until), false)
                AS matured,
            {reflected_before} AS reflected_before
     FROM inputs i
     WHERE i.outcome IS NOT NULL
 )
-{classified}
+{classified};
 """
 # was this case already reflected for this run?
 _REFLECTED_BEFORE = (
@@ -218,7 +233,7 @@ def reflection_inputs(
     that was its primary (one case: its current primary run), with ``outcome``, ``known_at``,
     ``matured``, ``reflected_before``, ``classification`` and ``trainable``."""
     reflected = _REFLECTED_BEFORE if table_exists(con, tables.ROLE_REFLECTIONS) else "false"
-    sql = INPUTS_SQL.format(
+    script = INPUTS_SCRIPT.format(
         into=into,
         reflected_before=reflected,
         classified=classified("timed"),
@@ -227,9 +242,11 @@ def reflection_inputs(
     )
     con.register("_tm_roles", registry)
     try:
-        con.execute(sql, [as_of, case_id])
+        run_script(con, script, {"as_of": as_of, "case_id": case_id})
     finally:
         con.unregister("_tm_roles")
+        for stage in INPUTS_STAGES:
+            con.execute(f"DROP TABLE IF EXISTS {stage}")
     return into
 
 
