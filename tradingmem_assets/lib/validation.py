@@ -1,7 +1,7 @@
 """Run a Pandera schema lazily and keep its failure cases as data (never a bare traceback).
 
-Large tables are validated one key range at a time (customers, decisions), so only one range is in
-Python at once.
+Large tables are validated one customer range or one decision bucket at a time, so only one range
+is in Python at once.
 """
 
 from __future__ import annotations
@@ -68,18 +68,18 @@ def validate(schema: pa.DataFrameSchema, frame: pl.DataFrame) -> Validation:
     return Validation(name, pl.DataFrame(schema=FAILURE_CASES_DTYPES))
 
 
-def key_ranges(
-    con: duckdb.DuckDBPyConnection, table: str, key: str, size: int
+def customer_ranges(
+    con: duckdb.DuckDBPyConnection, table: str, size: int
 ) -> list[tuple[str | None, str | None]]:
-    """Half-open ``key`` ranges [lo, hi) of about ``size`` rows of ``table`` each (None: open end).
-    Every row of one key value falls in exactly one range, so a per-key or unique-key check over
-    each range checks the whole table."""
+    """Half-open customer_id ranges [lo, hi) of about ``size`` rows of ``table`` each (None: open
+    end). Every row of a customer falls in exactly one range, so a per-customer or unique-key
+    check over each range checks the whole table."""
     starts = [
         row[0]
         for row in con.execute(
-            f"SELECT DISTINCT {key} FROM (SELECT {key}, "
-            f"row_number() OVER (ORDER BY {key}) AS n FROM {table}) "
-            f"WHERE (n - 1) % {int(size)} = 0 ORDER BY {key}"
+            "SELECT DISTINCT customer_id FROM (SELECT customer_id, "
+            f"row_number() OVER (ORDER BY customer_id) AS n FROM {table}) "
+            f"WHERE (n - 1) % {int(size)} = 0 ORDER BY customer_id"
         ).fetchall()
     ]
     if not starts:
@@ -87,34 +87,12 @@ def key_ranges(
     return list(zip(starts, [*starts[1:], None], strict=True))
 
 
-def customer_ranges(
-    con: duckdb.DuckDBPyConnection, table: str, size: int
-) -> list[tuple[str | None, str | None]]:
-    """``key_ranges`` by customer_id."""
-    return key_ranges(con, table, "customer_id", size)
-
-
-def range_frames(
-    con: duckdb.DuckDBPyConnection,
-    query: Callable[[str], str],
-    ranges: Sequence[tuple[str | None, str | None]],
-    key: str,
-    params: Mapping[str, object] | None = None,
-) -> Iterator[pl.DataFrame]:
-    """The frames of ``query(condition)``, one ``key`` range at a time (``condition`` restricts
-    ``key`` to the range), so only one range is in Python at once."""
-    for lo, hi in ranges:
-        bounds = {name: value for name, value in (("lo", lo), ("hi", hi)) if value is not None}
-        condition = " AND ".join({"lo": f"{key} >= $lo", "hi": f"{key} < $hi"}[name] for name in bounds)
-        yield as_utc(con.sql(query(condition or "true"), params={**(params or {}), **bounds} or None).pl())
-
-
 def bucket_frames(
     con: duckdb.DuckDBPyConnection, relation: str, columns: str, key: str, size: int
 ) -> Iterator[pl.DataFrame]:
     """``columns`` of ``relation`` in hash buckets of ``key`` of about ``size`` rows each: every row
     of one key value falls in one bucket, so a per-key or unique-key check over each bucket checks
-    the whole table, with one bucket in Python at once (no sort needed, unlike ``key_ranges``)."""
+    the whole table, with one bucket in Python at once (no sort needed, unlike ``customer_ranges``)."""
     [(rows,)] = con.execute(f"SELECT count(*) FROM {relation}").fetchall()
     buckets = max(1, -(-rows // size))
     for bucket in range(buckets):
@@ -155,4 +133,12 @@ def validate_by_customer(
 ) -> Validation:
     """Validate every row of ``query(condition)`` one customer range at a time; ``condition``
     restricts ``customer_id`` to the range."""
-    return validate_frames(schema, range_frames(con, query, ranges, "customer_id", params))[0]
+    failures = []
+    for lo, hi in ranges:
+        bounds = {name: value for name, value in (("lo", lo), ("hi", hi)) if value is not None}
+        condition = " AND ".join(
+            {"lo": "customer_id >= $lo", "hi": "customer_id < $hi"}[name] for name in bounds
+        )
+        frame = con.sql(query(condition or "true"), params={**(params or {}), **bounds} or None).pl()
+        failures.append(validate(schema, as_utc(frame)).failure_cases)
+    return Validation(schema.name or "schema", pl.concat(failures))
