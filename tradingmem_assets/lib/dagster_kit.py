@@ -52,7 +52,7 @@ def score_metadata(value: float) -> dg.MetadataValue:
 
 
 def column_schema(table_name: str) -> dg.TableSchema | None:
-    """The declared columns of a stored table, with their descriptions (defs/<domain>/columns.py)."""
+    """The declared columns of a stored table, with their descriptions (defs/<domain>/columns.toml)."""
     from tradingmem_assets.docs_tables import TABLE_DOCS
 
     doc = TABLE_DOCS.get(table_name)
@@ -69,7 +69,7 @@ def declared_metadata(asset_key: str) -> dict:
     table = asset_table(asset_key)
     schema = column_schema(table)
     if schema is None:
-        raise KeyError(f"{table} (asset {asset_key}) has no columns declared in defs/<domain>/columns.py")
+        raise KeyError(f"{table} (asset {asset_key}) has no columns declared in defs/<domain>/columns.toml")
     return {"dagster/table_name": table, "dagster/column_schema": schema}
 
 

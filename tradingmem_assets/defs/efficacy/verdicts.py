@@ -58,26 +58,6 @@ COUNT_COLUMNS = (
     "mean_excess_after",
     "as_of",
 )
-COLUMN_DESCRIPTIONS = {
-    "subject_kind": "lesson (a role's lessons of one class), methodology (graduation) or injection.",
-    "subject_id": "The lesson class (logic_error / missing_data) or the methodology_id.",
-    "role_id": "The role whose decisions are compared (lesson subjects; null otherwise).",
-    "scope": "role, symbol:<SYMBOL>, methodology or asset_class:<CLASS>: which outcomes are compared.",
-    "before_n": "Settled outcomes before the subject was learned (see docs/efficacy.md per kind).",
-    "before_wins": "Wins among them (lessons: outcome win; methodologies and injections: correct).",
-    "before_win_rate": "before_wins / before_n (null without outcomes).",
-    "before_low": "Wilson 95 % interval (z = 1.96) of the before win rate: low end (0 without outcomes).",
-    "before_high": "Wilson 95 % interval of the before win rate: high end (1 without outcomes).",
-    "after_n": "Settled outcomes at or after the instant the subject was learned.",
-    "after_wins": "Wins among them.",
-    "after_win_rate": "after_wins / after_n (null without outcomes).",
-    "after_low": "Wilson 95 % interval of the after win rate: low end.",
-    "after_high": "Wilson 95 % interval of the after win rate: high end.",
-    "mean_excess_before": "Mean excess return of the before decisions (lessons only; null otherwise).",
-    "mean_excess_after": "Mean excess return of the after decisions (lessons only; null otherwise).",
-    "verdict": "helps / hurts / no_evidence / insufficient_data (fewer than 10 outcomes on a side).",
-    "as_of": "The instant the table describes: only rows known at or before it count.",
-}
 
 
 def verdict(before_n: int, before_wins: int, after_n: int, after_wins: int, z: float = Z_95) -> str:
