@@ -8,17 +8,49 @@ from tradingmem_assets.defs.profile import invariants as schemas
 from tradingmem_assets.defs.resources import WarehouseResource
 from tradingmem_assets.lib import tables
 from tradingmem_assets.lib.dagster_kit import (
+    blocking_check,
     check_result,
-    declared_metadata,
     refuse_write,
     table_asset,
     table_metadata,
+    table_spec,
 )
 from tradingmem_assets.lib.dtypes import as_utc
 from tradingmem_assets.lib.tables import raw_key
 from tradingmem_assets.lib.validation import validate
 from tradingmem_assets.lib.warehouse import read_columns, read_frame, replace_table, transaction
 from tradingmem_assets.settings import SETTINGS
+
+# what the assets of this module write, and the checks they evaluate as they write (tuples: the
+# defs loader would take a module-level list of AssetSpec for assets of their own)
+SESSIONS_CHECK_SPECS = (
+    blocking_check(
+        schemas.SESSIONS_CHECK,
+        "session_contexts",
+        "Only sessions active at as_of (last message <= 30 min, age <= 24 h), each within budget.",
+    ),
+)
+PROMOTION_SPECS = (
+    table_spec(
+        "memory_promotions",
+        "The promotion decision of every mid-term memory unit at as_of "
+        "(promoted / below_threshold / awaiting_adjudication / stale / expired / not_yet_valid).",
+        deps=[raw_key("memory_unit"), raw_key("memory_evidence")],
+    ),
+    table_spec(
+        "user_facts",
+        "Long-term memory: promoted units (evidence >= 2 or confidence >= 0.90, no conflict, "
+        "valid, fresh), with source portal and episode.",
+        deps=["memory_promotions"],
+    ),
+)
+PROMOTION_CHECK_SPECS = (
+    blocking_check(
+        schemas.FACTS_CHECK,
+        "user_facts",
+        "No one-off statement, conflicting, invalid or stale unit is a fact.",
+    ),
+)
 
 
 @table_asset(
@@ -27,15 +59,7 @@ from tradingmem_assets.settings import SETTINGS
     deps=[raw_key("conversation_message")],
     description="Short-term memory: the newest messages (<= 4096 tokens) of each session active at as_of; "
     "never an input of the profile.",
-    check_specs=[
-        dg.AssetCheckSpec(
-            schemas.SESSIONS_CHECK,
-            asset="session_contexts",
-            blocking=True,
-            description="Only sessions active at as_of (last message <= 30 min, age <= 24 h), "
-            "each within budget.",
-        )
-    ],
+    check_specs=SESSIONS_CHECK_SPECS,
 )
 def session_contexts(context: dg.AssetExecutionContext, warehouse: WarehouseResource):
     as_of = warehouse.as_of_ts
@@ -89,35 +113,7 @@ FROM main.user_facts
 """
 
 
-@dg.multi_asset(
-    group_name=tables.PROFILE_GROUP,
-    specs=[
-        dg.AssetSpec(
-            "memory_promotions",
-            metadata=declared_metadata("memory_promotions"),
-            deps=[raw_key("memory_unit"), raw_key("memory_evidence")],
-            kinds={"duckdb", "polars"},
-            description="The promotion decision of every mid-term memory unit at as_of "
-            "(promoted / below_threshold / awaiting_adjudication / stale / expired / not_yet_valid).",
-        ),
-        dg.AssetSpec(
-            "user_facts",
-            metadata=declared_metadata("user_facts"),
-            deps=["memory_promotions"],
-            kinds={"duckdb", "polars"},
-            description="Long-term memory: promoted units (evidence >= 2 or confidence >= 0.90, no conflict, "
-            "valid, fresh), with source portal and episode.",
-        ),
-    ],
-    check_specs=[
-        dg.AssetCheckSpec(
-            schemas.FACTS_CHECK,
-            asset="user_facts",
-            blocking=True,
-            description="No one-off statement, conflicting, invalid or stale unit is a fact.",
-        )
-    ],
-)
+@dg.multi_asset(group_name=tables.PROFILE_GROUP, specs=PROMOTION_SPECS, check_specs=PROMOTION_CHECK_SPECS)
 def memory_promotion(context: dg.AssetExecutionContext, warehouse: WarehouseResource):
     as_of = warehouse.as_of_ts
     stale_days = SETTINGS.memory_stale_days
