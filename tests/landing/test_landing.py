@@ -194,3 +194,16 @@ def test_a_ragged_csv_line_becomes_a_reject_row_with_its_raw_line(world: World):
         if c.check_name == "rows_read_equal_accepted_plus_rejected"
     ]
     assert check.passed and check.metadata["rows_read"].value == 4
+
+
+def test_a_landing_column_names_only_known_rules_and_vocabularies():
+    from tradingmem_assets.defs.landing.invariants import parse_landing_tables
+    from tradingmem_assets.lib import vocabulary
+
+    text = '[t]\nkey = ["a"]\ndescription = "T."\ncolumns = [{ name = "a", isin = "DIRECTIONS" }]\n'
+    (table,) = parse_landing_tables(text)
+    assert table.key == ("a",) and table.columns[0].isin is vocabulary.DIRECTIONS
+    with pytest.raises(ValueError, match="t.a: unknown"):
+        parse_landing_tables(text.replace("isin", "in_set"))
+    with pytest.raises(ValueError, match="t.a: unknown"):
+        parse_landing_tables(text.replace('isin = "DIRECTIONS"', 'kind = "text"'))
