@@ -110,3 +110,8 @@ def validate_by_customer(
         frame = con.sql(query(condition or "true"), params={**(params or {}), **bounds} or None).pl()
         failures.append(validate(schema, as_utc(frame)).failure_cases)
     return Validation(schema.name or "schema", pl.concat(failures))
+
+
+def named_checks(rules: Mapping[str, Callable]) -> list[pa.Check]:
+    """Frame-wide Pandera checks, one per ``{name: rule}``: the name is what a failure reports."""
+    return [pa.Check(rule, name=name) for name, rule in rules.items()]

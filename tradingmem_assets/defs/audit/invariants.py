@@ -6,6 +6,7 @@ import pandera.polars as pa
 import polars as pl
 
 from tradingmem_assets.defs.audit.scoring import DIMENSIONS, TIERS
+from tradingmem_assets.lib.validation import named_checks
 
 UNSCORED_TIERS = ("disabled", "insufficient_data")
 
@@ -73,6 +74,12 @@ def _json_valid(data: pa.PolarsData) -> pl.LazyFrame:
     return data.lazyframe.select(pl.struct(cols).map_elements(ok, return_dtype=pl.Boolean).alias("ok"))
 
 
+REPORT_RULES = {
+    "tier_matches_composite": _tier_matches_composite,
+    "isolation_ok_iff_hashes_equal": _isolation_ok_iff_hashes_equal,
+    "weights_renormalized_over_scored_dimensions": _weights_renormalized,
+    "json_columns_parse": _json_valid,
+}
 METHODOLOGY_AUDIT_REPORTS_INVARIANTS = pa.DataFrameSchema(
     {
         "pass_id": pa.Column(pl.String, unique=True),
@@ -89,10 +96,5 @@ METHODOLOGY_AUDIT_REPORTS_INVARIANTS = pa.DataFrameSchema(
         "isolation_ok": pa.Column(pl.Boolean),
     },
     name="methodology_audit_reports",
-    checks=[
-        pa.Check(_tier_matches_composite, name="tier_matches_composite"),
-        pa.Check(_isolation_ok_iff_hashes_equal, name="isolation_ok_iff_hashes_equal"),
-        pa.Check(_weights_renormalized, name="weights_renormalized_over_scored_dimensions"),
-        pa.Check(_json_valid, name="json_columns_parse"),
-    ],
+    checks=named_checks(REPORT_RULES),
 )

@@ -3,6 +3,7 @@
 import pandera.polars as pa
 import polars as pl
 
+from tradingmem_assets.lib.validation import named_checks
 from tradingmem_assets.lib.vocabulary import EVALUATION_STATUSES
 
 
@@ -28,6 +29,12 @@ def _known_once_settled(data: pa.PolarsData) -> pl.LazyFrame:
     )
 
 
+EVALUATION_RUNS_RULES = {
+    "at_most_one_primary_per_decision": _one_primary_per_decision,
+    "primary_run_has_promoted_at": _primary_has_promotion_time,
+    "version_0_is_the_open_window": _version_zero_is_the_open_window,
+    "known_at_once_settled": _known_once_settled,
+}
 EVALUATION_RUNS_INVARIANTS = pa.DataFrameSchema(
     {
         "run_id": pa.Column(pl.String, unique=True),
@@ -43,10 +50,5 @@ EVALUATION_RUNS_INVARIANTS = pa.DataFrameSchema(
     },
     name="evaluation_runs",
     unique=["decision_id", "profile_id", "run_version"],
-    checks=[
-        pa.Check(_one_primary_per_decision, name="at_most_one_primary_per_decision"),
-        pa.Check(_primary_has_promotion_time, name="primary_run_has_promoted_at"),
-        pa.Check(_version_zero_is_the_open_window, name="version_0_is_the_open_window"),
-        pa.Check(_known_once_settled, name="known_at_once_settled"),
-    ],
+    checks=named_checks(EVALUATION_RUNS_RULES),
 )

@@ -21,7 +21,7 @@ import polars as pl
 from tradingmem_assets.defs.role_memory.reasons import PENDING_REASONS, QUARANTINE_REASONS
 from tradingmem_assets.defs.role_memory.reflection import LESSON_MAX_CHARS
 from tradingmem_assets.lib.dtypes import UTC_TS
-from tradingmem_assets.lib.validation import Validation, validate
+from tradingmem_assets.lib.validation import Validation, named_checks, validate
 from tradingmem_assets.lib.vocabulary import (
     CASE_REASONS,
     CASE_STATUSES,
@@ -84,6 +84,14 @@ ELIGIBLE_HAS_CHAIN = _ok(
     )
 )
 
+ROLE_CASES_RULES = {
+    "eligible_iff_reasons_empty_iff_status_eligible": ELIGIBLE_IFF_NO_REASONS,
+    "quarantined_implies_not_eligible": QUARANTINED_NOT_ELIGIBLE,
+    "status_follows_from_reasons": STATUS_FOLLOWS_REASONS,
+    "reasons_are_known_codes": KNOWN_REASON_CODES,
+    "eligible_implies_manual_source_without_automation": ELIGIBLE_ONLY_MANUAL_SOURCE,
+    "eligible_implies_execution_run_and_outcome": ELIGIBLE_HAS_CHAIN,
+}
 ROLE_CASES_INVARIANTS = pa.DataFrameSchema(
     {
         "case_id": pa.Column(pl.String, unique=True),
@@ -111,14 +119,7 @@ ROLE_CASES_INVARIANTS = pa.DataFrameSchema(
         "chain_source_verified": pa.Column(pl.Boolean, nullable=True),
     },
     name="role_cases",
-    checks=[
-        pa.Check(ELIGIBLE_IFF_NO_REASONS, name="eligible_iff_reasons_empty_iff_status_eligible"),
-        pa.Check(QUARANTINED_NOT_ELIGIBLE, name="quarantined_implies_not_eligible"),
-        pa.Check(STATUS_FOLLOWS_REASONS, name="status_follows_from_reasons"),
-        pa.Check(KNOWN_REASON_CODES, name="reasons_are_known_codes"),
-        pa.Check(ELIGIBLE_ONLY_MANUAL_SOURCE, name="eligible_implies_manual_source_without_automation"),
-        pa.Check(ELIGIBLE_HAS_CHAIN, name="eligible_implies_execution_run_and_outcome"),
-    ],
+    checks=named_checks(ROLE_CASES_RULES),
 )
 
 # Long text of a role case that is only checked for its type and nulls (see ``validate_relation``).
