@@ -145,14 +145,16 @@ def test_docs_tables_md_is_generated_from_the_declared_columns():
 
 
 def test_every_domains_data_dictionary_is_read_and_ships_with_the_package():
-    """Each ``defs/<domain>/columns.toml`` feeds docs_tables, and pyproject's package-data installs it
-    (a non-editable install has no source tree to read it from)."""
+    """Each ``defs/<domain>/columns.toml`` feeds docs_tables, and pyproject's package-data installs
+    every data file the code reads (a non-editable install has no source tree to read them from)."""
     package = Path(docs_tables.__file__).parent
-    files = sorted(p.relative_to(package).as_posix() for p in package.glob(f"defs/*/{columns.COLUMNS_FILE}"))
-    assert files == sorted(f"defs/{domain}/{columns.COLUMNS_FILE}" for domain, _ in docs_tables.DOMAINS)
+    dictionaries = sorted(p.parent.name for p in package.glob(f"defs/*/{columns.COLUMNS_FILE}"))
+    assert dictionaries == sorted(domain for domain, _ in docs_tables.DOMAINS)
+    data_files = [p.relative_to(package).as_posix() for p in package.rglob("*.toml")]
     pyproject = tomllib.loads((package.parent / "pyproject.toml").read_text(encoding="utf-8"))
     patterns = pyproject["tool"]["setuptools"]["package-data"]["tradingmem_assets"]
-    assert all(any(fnmatch.fnmatch(f, pattern) for pattern in patterns) for f in files), patterns
+    unshipped = [f for f in data_files if not any(fnmatch.fnmatch(f, pattern) for pattern in patterns)]
+    assert "defs/landing/tables.toml" in data_files and unshipped == [], patterns
 
 
 def test_a_column_row_is_name_type_and_meaning():
