@@ -51,7 +51,7 @@ class _Template:
         )
 
     def proposal(self, **over: Any) -> dict[str, Any]:
-        body = {
+        return {
             "name": self.name,
             "description": self.description,
             "direction": self.direction,
@@ -82,9 +82,8 @@ class _Template:
                     "depends_on": ["signal"],
                 },
             ],
+            **over,
         }
-        body.update(over)
-        return body
 
 
 def _template(entry: dict) -> _Template:

@@ -114,7 +114,13 @@ def blocking_check(name: str, asset: str | dg.AssetKey, description: str) -> dg.
     return dg.AssetCheckSpec(name, asset=asset, blocking=True, description=description)
 
 
-def table_metadata(table_name: str, frame: pl.DataFrame | None = None, row_count: int | None = None) -> dict:
+def table_metadata(
+    table_name: str, frame: pl.DataFrame | pl.Schema | None = None, row_count: int | None = None
+) -> dict:
+    """A table's name, and given its ``frame`` (or only its dtypes and ``row_count``) its row count
+    and column schema."""
+    if isinstance(frame, pl.Schema):
+        frame = pl.DataFrame(schema=frame)
     meta: dict = {"dagster/table_name": table_name}
     if frame is not None:
         meta["dagster/row_count"] = frame.height if row_count is None else row_count

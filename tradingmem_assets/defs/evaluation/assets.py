@@ -31,10 +31,7 @@ RUNS_INVARIANTS_CHECK = "evaluation_runs_invariants"
 EVALUATION_INPUTS = [
     raw_key(t)
     for t in (
-        "trading_decisions",
-        "trade_previews",
-        "preview_consumptions",
-        "trade_executions",
+        *tables.EXECUTION_CHAIN,
         "trade_fills",
         "price_bars",
         "benchmark_profiles",

@@ -117,23 +117,20 @@ def reflect_runs(
         .filter(pl.col("recorded_at") <= as_of)
     )
     px = bars.filter(pl.col("ts") <= as_of).select("symbol", "ts", "close").sort("symbol", "ts")
-    grid = grid.sort("started_at")
-    entry = grid.join_asof(
-        px.rename({"ts": "entry_ts", "close": "entry"}).sort("entry_ts"),
-        left_on="started_at",
-        right_on="entry_ts",
-        by="symbol",
-        strategy="backward",
-        check_sortedness=False,
-    )
-    both = entry.sort("recorded_at").join_asof(
-        px.rename({"ts": "exit_ts", "close": "exit"}).sort("exit_ts"),
-        left_on="recorded_at",
-        right_on="exit_ts",
-        by="symbol",
-        strategy="backward",
-        check_sortedness=False,
-    )
+
+    def last_close(frame: pl.DataFrame, at: str, name: str) -> pl.DataFrame:
+        """The symbol's last close known at column ``at``: as ``name``, with its bar's ``<name>_ts``."""
+        closes = px.rename({"ts": f"{name}_ts", "close": name}).sort(f"{name}_ts")
+        return frame.sort(at).join_asof(
+            closes,
+            left_on=at,
+            right_on=f"{name}_ts",
+            by="symbol",
+            strategy="backward",
+            check_sortedness=False,
+        )
+
+    both = last_close(last_close(grid, "started_at", "entry"), "recorded_at", "exit")
     both = both.join(decisions.select("run_id", "action", "decision_problem"), on="run_id", how="left")
     priced = (
         pl.col("entry").is_not_null()

@@ -1,7 +1,6 @@
 """Memory layers: short-term session contexts and the mid-term -> long-term promotion (user_facts)."""
 
 import dagster as dg
-import polars as pl
 
 from tradingmem_assets.defs.memory import promotion, sessions
 from tradingmem_assets.defs.profile import invariants as schemas
@@ -136,7 +135,7 @@ def memory_promotion(context: dg.AssetExecutionContext, warehouse: WarehouseReso
         metadata={
             **table_metadata(
                 tables.MEMORY_PROMOTIONS,
-                pl.DataFrame(schema=promotion.MEMORY_PROMOTIONS_DTYPES),
+                promotion.MEMORY_PROMOTIONS_DTYPES,
                 row_count=promotions,
             ),
             "as_of": as_of.isoformat(),
@@ -149,9 +148,7 @@ def memory_promotion(context: dg.AssetExecutionContext, warehouse: WarehouseReso
     yield dg.MaterializeResult(
         asset_key="user_facts",
         metadata={
-            **table_metadata(
-                tables.USER_FACTS, pl.DataFrame(schema=promotion.USER_FACTS_DTYPES), row_count=facts
-            ),
+            **table_metadata(tables.USER_FACTS, promotion.USER_FACTS_DTYPES, row_count=facts),
             "critical_facts": critical,
             "customers_with_facts": customers,
         },

@@ -34,6 +34,19 @@ MIGRATION_CONSERVATION_REPORT_DTYPES = pl.Schema(
 )
 
 
+# what inspect_backups finds of each partition's backup: the manifest's word and the file's
+BACKUP_INSPECTION_DTYPES = pl.Schema(
+    {
+        "partition_key": pl.String(),
+        "path": pl.String(),
+        "manifest_sha256": pl.String(),
+        "manifest_rows": pl.Int64(),
+        "file_sha256": pl.String(),
+        "file_rows": pl.Int64(),
+    }
+)
+
+
 def inspect_backups(manifest: pl.DataFrame, partition_keys: Sequence[str]) -> pl.DataFrame:
     """Re-read every partition's backup now: does the file still match the manifest, how many rows."""
     known = manifest_by_key(manifest)
@@ -58,18 +71,7 @@ def inspect_backups(manifest: pl.DataFrame, partition_keys: Sequence[str]) -> pl
                 "file_rows": file_rows,
             }
         )
-    return pl.DataFrame(
-        out,
-        schema={
-            "partition_key": pl.String,
-            "path": pl.String,
-            "manifest_sha256": pl.String,
-            "manifest_rows": pl.Int64,
-            "file_sha256": pl.String,
-            "file_rows": pl.Int64,
-        },
-        orient="row",
-    )
+    return pl.DataFrame(out, schema=BACKUP_INSPECTION_DTYPES, orient="row")
 
 
 def partition_counts(

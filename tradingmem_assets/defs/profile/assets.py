@@ -6,7 +6,6 @@ the asset graph shows that no consumer reads memory_unit.
 """
 
 import dagster as dg
-import polars as pl
 
 from tradingmem_assets.defs.profile import build, fields, snapshots
 from tradingmem_assets.defs.profile import invariants as schemas
@@ -170,9 +169,7 @@ def customer_profile(context: dg.AssetExecutionContext, warehouse: WarehouseReso
         asset_key="fin_customer_profile",
         metadata={
             **table_metadata(
-                tables.FIN_CUSTOMER_PROFILE,
-                pl.DataFrame(schema=fields.FIN_CUSTOMER_PROFILE_DTYPES),
-                row_count=counts["profiles"],
+                tables.FIN_CUSTOMER_PROFILE, fields.FIN_CUSTOMER_PROFILE_DTYPES, counts["profiles"]
             ),
             "as_of": as_of.isoformat(),
             "rows_rewritten": rewritten,
@@ -193,9 +190,7 @@ def customer_profile(context: dg.AssetExecutionContext, warehouse: WarehouseReso
         asset_key="profile_snapshots",
         metadata={
             **table_metadata(
-                tables.PROFILE_SNAPSHOTS,
-                pl.DataFrame(schema=snapshots.PROFILE_SNAPSHOTS_DTYPES),
-                row_count=counts["snapshots"],
+                tables.PROFILE_SNAPSHOTS, snapshots.PROFILE_SNAPSHOTS_DTYPES, counts["snapshots"]
             ),
             "appended_versions": appended,
             "superseded_versions": superseded,

@@ -46,15 +46,7 @@ OFF_MESSAGE = (
 )
 
 ROLE_CASES_INPUTS = [
-    raw_key(t)
-    for t in (
-        "trading_decisions",
-        "trade_previews",
-        "preview_consumptions",
-        "trade_executions",
-        "position_lifecycles",
-        "benchmark_profiles",
-    )
+    raw_key(t) for t in (*tables.EXECUTION_CHAIN, "position_lifecycles", "benchmark_profiles")
 ] + ["evaluation_runs", "evaluation_components"]
 ROLE_REFLECTIONS_INPUTS = [
     "role_cases",
@@ -164,7 +156,7 @@ def role_cases(context, con, registry, as_of) -> dg.MaterializeResult:
     context.log.info(f"role_cases at {as_of.isoformat()}: {total} cases, {status}")
     return dg.MaterializeResult(
         metadata={
-            **table_metadata(tables.ROLE_CASES, pl.DataFrame(schema=ROLE_CASES_DTYPES), row_count=total),
+            **table_metadata(tables.ROLE_CASES, ROLE_CASES_DTYPES, row_count=total),
             "as_of": as_of.isoformat(),
             "role_memory_mode": ROLE_MEMORY_MODE,
             "eligible": status.get("eligible", 0),
@@ -216,9 +208,7 @@ def role_reflections(context, con, registry, as_of) -> dg.MaterializeResult:
         con, f"SELECT classification, count(*) FROM {batch.table} GROUP BY classification"
     )
     meta = {
-        **table_metadata(
-            tables.ROLE_REFLECTIONS, pl.DataFrame(schema=ROLE_REFLECTIONS_DTYPES), row_count=total
-        ),
+        **table_metadata(tables.ROLE_REFLECTIONS, ROLE_REFLECTIONS_DTYPES, row_count=total),
         "as_of": as_of.isoformat(),
         "role_memory_mode": ROLE_MEMORY_MODE,
         "reflector": reflector.name,
