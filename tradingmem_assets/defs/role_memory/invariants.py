@@ -47,50 +47,44 @@ def _ok(expr: pl.Expr):
 _n_reasons = pl.col("reasons").list.len()
 _eligible = pl.col("scoring_eligible")
 
-ELIGIBLE_IFF_NO_REASONS = _ok(
-    (_eligible == (_n_reasons == 0)) & (_eligible == (pl.col("status") == "eligible"))
-)
-QUARANTINED_NOT_ELIGIBLE = _ok(
-    (~pl.col("quarantined") | ~_eligible) & (pl.col("quarantined") == (pl.col("status") == "quarantined"))
-)
 _has_quarantine = pl.col("reasons").list.eval(pl.element().is_in(list(QUARANTINE_REASONS))).list.any()
 _has_permanent = pl.col("reasons").list.eval(~pl.element().is_in(list(PENDING_REASONS))).list.any()
-STATUS_FOLLOWS_REASONS = _ok(
-    pl.when(_has_quarantine)
-    .then(pl.col("status") == "quarantined")
-    .when(_has_permanent)
-    .then(pl.col("status") == "ineligible")
-    .when(_n_reasons > 0)
-    .then(pl.col("status") == "pending")
-    .otherwise(pl.col("status") == "eligible")
-)
-KNOWN_REASON_CODES = _ok(
-    pl.col("reasons").list.eval(pl.element().is_in(KNOWN_REASONS)).list.all() | (_n_reasons == 0)
-)
-ELIGIBLE_ONLY_MANUAL_SOURCE = _ok(
-    ~_eligible
-    | (
-        pl.col("chain_source").is_in(list(MANUAL_SOURCES))
-        & (pl.col("chain_automation_flag") == False)  # noqa: E712 - polars expression
-        & ((pl.col("chain_source") != "manual_external") | (pl.col("chain_source_verified") == True))  # noqa: E712
-    )
-)
-ELIGIBLE_HAS_CHAIN = _ok(
-    ~_eligible
-    | (
-        pl.col("execution_id").is_not_null()
-        & pl.col("primary_run_id").is_not_null()
-        & pl.col("outcome").is_not_null()
-    )
-)
-
+# a role case's rules over whole rows, by the check name a failure reports
 ROLE_CASES_RULES = {
-    "eligible_iff_reasons_empty_iff_status_eligible": ELIGIBLE_IFF_NO_REASONS,
-    "quarantined_implies_not_eligible": QUARANTINED_NOT_ELIGIBLE,
-    "status_follows_from_reasons": STATUS_FOLLOWS_REASONS,
-    "reasons_are_known_codes": KNOWN_REASON_CODES,
-    "eligible_implies_manual_source_without_automation": ELIGIBLE_ONLY_MANUAL_SOURCE,
-    "eligible_implies_execution_run_and_outcome": ELIGIBLE_HAS_CHAIN,
+    "eligible_iff_reasons_empty_iff_status_eligible": _ok(
+        (_eligible == (_n_reasons == 0)) & (_eligible == (pl.col("status") == "eligible"))
+    ),
+    "quarantined_implies_not_eligible": _ok(
+        (~pl.col("quarantined") | ~_eligible) & (pl.col("quarantined") == (pl.col("status") == "quarantined"))
+    ),
+    "status_follows_from_reasons": _ok(
+        pl.when(_has_quarantine)
+        .then(pl.col("status") == "quarantined")
+        .when(_has_permanent)
+        .then(pl.col("status") == "ineligible")
+        .when(_n_reasons > 0)
+        .then(pl.col("status") == "pending")
+        .otherwise(pl.col("status") == "eligible")
+    ),
+    "reasons_are_known_codes": _ok(
+        pl.col("reasons").list.eval(pl.element().is_in(KNOWN_REASONS)).list.all() | (_n_reasons == 0)
+    ),
+    "eligible_implies_manual_source_without_automation": _ok(
+        ~_eligible
+        | (
+            pl.col("chain_source").is_in(list(MANUAL_SOURCES))
+            & (pl.col("chain_automation_flag") == False)  # noqa: E712 - polars expression
+            & ((pl.col("chain_source") != "manual_external") | (pl.col("chain_source_verified") == True))  # noqa: E712
+        )
+    ),
+    "eligible_implies_execution_run_and_outcome": _ok(
+        ~_eligible
+        | (
+            pl.col("execution_id").is_not_null()
+            & pl.col("primary_run_id").is_not_null()
+            & pl.col("outcome").is_not_null()
+        )
+    ),
 }
 ROLE_CASES_INVARIANTS = pa.DataFrameSchema(
     {
