@@ -265,7 +265,7 @@ def test_decision_text_and_evidence_are_varied_json(landing):
     assert all(isinstance(e, list) and set(e) <= kinds for e in parsed)
     flags = demo_decision_kinds(SCALE)
     assert flags["missing_evidence"].any() and not flags["missing_evidence"].all()
-    required = {r.role_id: set(r.required) for r in demo._ROLES}
+    required = {r.role_id: set(r.required_evidence) for r in demo._ROLES}
     skill_of = {r.role_id: r.skill_id for r in demo._ROLES}
     for row, flag in zip(decisions.iter_rows(named=True), flags["missing_evidence"], strict=True):
         if row["role_id"] in required and row["skill_id"] == skill_of[row["role_id"]]:
@@ -674,7 +674,9 @@ def test_demo_roles_mirror_roles_yaml():
         for s in registry["skills"]
         for r in s["roles"]
     }
-    ours = {r.role_id: (r.skill_id, r.maturity_days, r.primary_profile, r.required) for r in demo._ROLES}
+    ours = {
+        r.role_id: (r.skill_id, r.maturity_days, r.primary_profile, r.required_evidence) for r in demo._ROLES
+    }
     assert ours == declared
     profiles = {p[0] for p in demo.PROFILES}
     assert {v[2] for v in declared.values()} <= profiles

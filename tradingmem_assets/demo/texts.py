@@ -1,5 +1,6 @@
 """The demo world's fixed texts, read once from ``texts.toml`` next to this module: decision
-phrasings, conversation replies, legacy role memory, the knowledge base and methodology templates."""
+phrasings, conversation replies, legacy role memory, the knowledge base, methodology templates and
+what the roles of roles.yaml trade in the demo."""
 
 from __future__ import annotations
 

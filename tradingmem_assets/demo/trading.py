@@ -154,7 +154,7 @@ def _trading(scale: float, seed: int, book: _Book) -> dict[str, pl.DataFrame]:
     drop_which = rng.integers(0, 2, n)
     for r, spec in enumerate(_ROLES):
         m = role == r
-        for j, k in enumerate(spec.required):
+        for j, k in enumerate(spec.required_evidence):
             mask[m & ~(missing_evidence & (drop_which == j))] |= bit[k]
         for k in spec.extras:
             mask[m & (rng.random(n) < 0.2)] |= bit[k]

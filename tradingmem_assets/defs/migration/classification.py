@@ -75,6 +75,11 @@ MIGRATION_REJECTS_DTYPES = pl.Schema(
 # --- classification ---------------------------------------------------------------------------
 
 
+# what a legacy row carries as it was into a migrated case or a reject: its text, then its context
+LEGACY_TEXT = ("content", "provenance", pl.col("score").alias("legacy_score"))
+LEGACY_CONTEXT = ("symbol", "decision_id", "created_at")
+
+
 def _blank(column: str) -> pl.Expr:
     return pl.col(column).is_null() | (pl.col(column).str.strip_chars() == "")
 
@@ -112,12 +117,8 @@ def classify(rows: pl.DataFrame, roles: Mapping[str, str]) -> tuple[pl.DataFrame
             "partition_key",
             pl.col("_reject").alias("reason"),
             "role",
-            "content",
-            "provenance",
-            pl.col("score").alias("legacy_score"),
-            "symbol",
-            "decision_id",
-            "created_at",
+            *LEGACY_TEXT,
+            *LEGACY_CONTEXT,
             "backup_sha256",
         )
         .cast(dict(MIGRATION_REJECTS_DTYPES))  # type: ignore[arg-type]
@@ -130,9 +131,7 @@ def classify(rows: pl.DataFrame, roles: Mapping[str, str]) -> tuple[pl.DataFrame
             "legacy_id",
             pl.col("role").alias("role_id"),
             "skill_id",
-            "content",
-            "provenance",
-            pl.col("score").alias("legacy_score"),
+            *LEGACY_TEXT,
             pl.when(known).then(pl.lit(MIGRATED)).otherwise(pl.lit(QUARANTINED)).alias("status"),
             pl.when(known)
             .then(pl.lit(None, dtype=pl.String))
@@ -140,9 +139,7 @@ def classify(rows: pl.DataFrame, roles: Mapping[str, str]) -> tuple[pl.DataFrame
             .alias("reason"),
             # migrated memory is history, never evidence: it is not scoring-eligible, ever
             pl.lit(False).alias("scoring_eligible"),
-            "symbol",
-            "decision_id",
-            "created_at",
+            *LEGACY_CONTEXT,
             "partition_key",
             "backup_sha256",
         )
