@@ -11,23 +11,11 @@ import argparse
 import sys
 from pathlib import Path
 
-from tradingmem_assets.lib import tables
+from tradingmem_assets.lib import columns, tables
 from tradingmem_assets.lib.columns import TableDoc, table_docs
 
 DOMAINS: tuple[tuple[str, tuple[TableDoc, ...]], ...] = tuple(
-    (domain, table_docs(domain))
-    for domain in (
-        "landing",
-        "evaluation",
-        "role_memory",
-        "learning",
-        "memory",
-        "profile",
-        "efficacy",
-        "audit",
-        "migration",
-        "operations",
-    )
+    (domain, table_docs(domain)) for domain in columns.DICTIONARY_DOMAINS
 )
 TABLE_DOCS: dict[str, TableDoc] = {doc.table: doc for _, docs in DOMAINS for doc in docs}
 # tables an asset writes besides its own (the asset's own table is named after it)

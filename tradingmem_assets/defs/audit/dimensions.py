@@ -136,10 +136,9 @@ def graduation_fp_rate(
             graduated=graduated.height,
         )
     false_pos = after.filter(pl.col("accuracy") < FALSE_POSITIVE_ACCURACY)
-    score = 100.0 * (1 - false_pos.height / after.height)
     report = DimensionReport.scored(
         name,
-        score,
+        100.0 * (1 - false_pos.height / after.height),
         f"{false_pos.height} of {after.height} graduations look like false positives",
         false_positives=false_pos.height,
     )
@@ -262,6 +261,12 @@ def coverage_health(methodologies: Rows, cases: Rows, window: AuditWindow) -> Di
         f"{idle.height} of {ms.height} methodologies had no outcome in the window",
         idle=idle.height,
     )
+    if idle.height:
+        report.advise(
+            "Check that scheduled institution runs cite methodologies and that the "
+            "reflection ladder scores them once each window elapses.",
+            f"{idle.height} methodolog(ies) without outcomes in the window",
+        )
     report.flag_rows(
         "medium",
         "idle_graduated",
@@ -269,12 +274,6 @@ def coverage_health(methodologies: Rows, cases: Rows, window: AuditWindow) -> Di
         "methodology_id",
         "graduated methodolog(ies) recorded no outcome",
     )
-    if idle.height:
-        report.advise(
-            "Check that scheduled institution runs cite methodologies and that the "
-            "reflection ladder scores them once each window elapses.",
-            f"{idle.height} methodolog(ies) without outcomes in the window",
-        )
     return report.result()
 
 

@@ -15,7 +15,8 @@ from __future__ import annotations
 
 import polars as pl
 
-from tradingmem_assets.lib.dtypes import UTC_TS
+from tradingmem_assets.lib import tables
+from tradingmem_assets.lib.columns import table_dtypes
 from tradingmem_assets.lib.wilson import Z_95, wilson_interval, wilson_intervals
 
 MIN_OUTCOMES = 10
@@ -23,28 +24,7 @@ HELPS, HURTS, NO_EVIDENCE, INSUFFICIENT_DATA = "helps", "hurts", "no_evidence", 
 VERDICTS = (HELPS, HURTS, NO_EVIDENCE, INSUFFICIENT_DATA)
 SUBJECT_KINDS = ("lesson", "methodology", "injection")
 
-MEMORY_EFFICACY_DTYPES = pl.Schema(
-    {
-        "subject_kind": pl.String(),
-        "subject_id": pl.String(),
-        "role_id": pl.String(),
-        "scope": pl.String(),
-        "before_n": pl.Int64(),
-        "before_wins": pl.Int64(),
-        "before_win_rate": pl.Float64(),
-        "before_low": pl.Float64(),
-        "before_high": pl.Float64(),
-        "after_n": pl.Int64(),
-        "after_wins": pl.Int64(),
-        "after_win_rate": pl.Float64(),
-        "after_low": pl.Float64(),
-        "after_high": pl.Float64(),
-        "mean_excess_before": pl.Float64(),
-        "mean_excess_after": pl.Float64(),
-        "verdict": pl.String(),
-        "as_of": UTC_TS,
-    }
-)
+MEMORY_EFFICACY_DTYPES = table_dtypes(tables.MEMORY_EFFICACY)
 COUNT_COLUMNS = (
     "subject_kind",
     "subject_id",

@@ -16,7 +16,9 @@ from typing import Literal
 import pandera.polars as pa
 import polars as pl
 
+from tradingmem_assets.lib import tables
 from tradingmem_assets.lib import vocabulary as v
+from tradingmem_assets.lib.columns import table_dtypes
 
 Kind = Literal["str", "int", "float", "bool", "ts", "date", "json_list", "json_object"]
 
@@ -143,13 +145,4 @@ def landing_schema(table: str) -> pa.DataFrameSchema:
     )
 
 
-RAW_REJECTS_DTYPES = pl.Schema(
-    {
-        "table_name": pl.String(),
-        "source_file": pl.String(),
-        "row_number": pl.Int64(),
-        "row_key": pl.String(),
-        "reason": pl.String(),
-        "raw_row": pl.String(),
-    }
-)
+RAW_REJECTS_DTYPES = table_dtypes(tables.RAW_REJECTS)

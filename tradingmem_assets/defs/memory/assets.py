@@ -5,15 +5,8 @@ import dagster as dg
 from tradingmem_assets.defs.memory import promotion, sessions
 from tradingmem_assets.defs.profile import invariants as schemas
 from tradingmem_assets.defs.resources import WarehouseResource
+from tradingmem_assets.lib import dagster_kit as kit
 from tradingmem_assets.lib import tables
-from tradingmem_assets.lib.dagster_kit import (
-    blocking_check,
-    check_result,
-    refuse_write,
-    table_asset,
-    table_metadata,
-    table_spec,
-)
 from tradingmem_assets.lib.dtypes import as_utc
 from tradingmem_assets.lib.tables import raw_key
 from tradingmem_assets.lib.validation import validate
@@ -23,20 +16,20 @@ from tradingmem_assets.settings import SETTINGS
 # what the assets of this module write, and the checks they evaluate as they write (tuples: the
 # defs loader would take a module-level list of AssetSpec for assets of their own)
 SESSIONS_CHECK_SPECS = (
-    blocking_check(
+    kit.blocking_check(
         schemas.SESSIONS_CHECK,
         "session_contexts",
         "Only sessions active at as_of (last message <= 30 min, age <= 24 h), each within budget.",
     ),
 )
 PROMOTION_SPECS = (
-    table_spec(
+    kit.table_spec(
         "memory_promotions",
         "The promotion decision of every mid-term memory unit at as_of "
         "(promoted / below_threshold / awaiting_adjudication / stale / expired / not_yet_valid).",
         deps=[raw_key("memory_unit"), raw_key("memory_evidence")],
     ),
-    table_spec(
+    kit.table_spec(
         "user_facts",
         "Long-term memory: promoted units (evidence >= 2 or confidence >= 0.90, no conflict, "
         "valid, fresh), with source portal and episode.",
@@ -44,7 +37,7 @@ PROMOTION_SPECS = (
     ),
 )
 PROMOTION_CHECK_SPECS = (
-    blocking_check(
+    kit.blocking_check(
         schemas.FACTS_CHECK,
         "user_facts",
         "No one-off statement, conflicting, invalid or stale unit is a fact.",
@@ -52,7 +45,7 @@ PROMOTION_CHECK_SPECS = (
 )
 
 
-@table_asset(
+@kit.table_asset(
     "session_contexts",
     group=tables.PROFILE_GROUP,
     deps=[raw_key("conversation_message")],
@@ -69,7 +62,7 @@ def session_contexts(context: dg.AssetExecutionContext, warehouse: WarehouseReso
         messages = read_frame(con, sessions.ACTIVE_SESSION_MESSAGES_SQL, [as_of])
         result = sessions.session_contexts(messages, as_of)
         validation = validate(schemas.session_contexts_schema(as_of), result.contexts)
-        yield from refuse_write(
+        yield from kit.refuse_write(
             validation, "session_contexts", [(schemas.SESSIONS_CHECK, "session_contexts")]
         )
         with transaction(con):
@@ -82,7 +75,7 @@ def session_contexts(context: dg.AssetExecutionContext, warehouse: WarehouseReso
         )
     yield dg.MaterializeResult(
         metadata={
-            **table_metadata(tables.SESSION_CONTEXTS, result.contexts),
+            **kit.table_metadata(tables.SESSION_CONTEXTS, result.contexts),
             "as_of": as_of.isoformat(),
             "active_sessions": result.active_sessions,
             "sessions_refused_mixed_customers": mixed.height,
@@ -92,7 +85,7 @@ def session_contexts(context: dg.AssetExecutionContext, warehouse: WarehouseReso
                 or 0
             ),
         },
-        check_results=[check_result(schemas.SESSIONS_CHECK, validation, dg.AssetKey("session_contexts"))],
+        check_results=[kit.check_result(schemas.SESSIONS_CHECK, validation, dg.AssetKey("session_contexts"))],
     )
 
 
@@ -127,13 +120,13 @@ def memory_promotion(context: dg.AssetExecutionContext, warehouse: WarehouseReso
             validation = validate(
                 schemas.user_facts_schema(as_of, stale_days), as_utc(read_frame(con, FACTS_CHECKED_SQL))
             )
-            yield from refuse_write(validation, "user_facts", [(schemas.FACTS_CHECK, "user_facts")])
+            yield from kit.refuse_write(validation, "user_facts", [(schemas.FACTS_CHECK, "user_facts")])
         statuses = dict(con.execute(STATUS_COUNTS_SQL).fetchall())
         promotions, units, orphans, facts, critical, customers = con.execute(COUNTS_SQL).fetchall()[0]
     yield dg.MaterializeResult(
         asset_key="memory_promotions",
         metadata={
-            **table_metadata(
+            **kit.table_metadata(
                 tables.MEMORY_PROMOTIONS,
                 promotion.MEMORY_PROMOTIONS_DTYPES,
                 row_count=promotions,
@@ -148,9 +141,9 @@ def memory_promotion(context: dg.AssetExecutionContext, warehouse: WarehouseReso
     yield dg.MaterializeResult(
         asset_key="user_facts",
         metadata={
-            **table_metadata(tables.USER_FACTS, promotion.USER_FACTS_DTYPES, row_count=facts),
+            **kit.table_metadata(tables.USER_FACTS, promotion.USER_FACTS_DTYPES, row_count=facts),
             "critical_facts": critical,
             "customers_with_facts": customers,
         },
-        check_results=[check_result(schemas.FACTS_CHECK, validation, dg.AssetKey("user_facts"))],
+        check_results=[kit.check_result(schemas.FACTS_CHECK, validation, dg.AssetKey("user_facts"))],
     )

@@ -14,7 +14,8 @@ from collections.abc import Mapping
 
 import polars as pl
 
-from tradingmem_assets.lib.dtypes import UTC_TS
+from tradingmem_assets.lib import tables
+from tradingmem_assets.lib.columns import table_dtypes
 from tradingmem_assets.lib.vocabulary import MIGRATION_STATUSES
 
 MIGRATED, QUARANTINED = MIGRATION_STATUSES
@@ -38,39 +39,8 @@ def partition_key_expr(column: str = "created_at") -> pl.Expr:
     return pl.col(column).dt.convert_time_zone("UTC").dt.truncate("1mo").dt.strftime("%Y-%m-%d")
 
 
-MIGRATED_ROLE_CASES_DTYPES = pl.Schema(
-    {
-        "legacy_id": pl.String(),
-        "role_id": pl.String(),
-        "skill_id": pl.String(),
-        "content": pl.String(),
-        "provenance": pl.String(),
-        "legacy_score": pl.Float64(),
-        "status": pl.String(),
-        "reason": pl.String(),
-        "scoring_eligible": pl.Boolean(),
-        "symbol": pl.String(),
-        "decision_id": pl.String(),
-        "created_at": UTC_TS,
-        "partition_key": pl.String(),
-        "backup_sha256": pl.String(),
-    }
-)
-MIGRATION_REJECTS_DTYPES = pl.Schema(
-    {
-        "legacy_id": pl.String(),
-        "partition_key": pl.String(),
-        "reason": pl.String(),
-        "role": pl.String(),
-        "content": pl.String(),
-        "provenance": pl.String(),
-        "legacy_score": pl.Float64(),
-        "symbol": pl.String(),
-        "decision_id": pl.String(),
-        "created_at": UTC_TS,
-        "backup_sha256": pl.String(),
-    }
-)
+MIGRATED_ROLE_CASES_DTYPES = table_dtypes(tables.MIGRATED_ROLE_CASES)
+MIGRATION_REJECTS_DTYPES = table_dtypes(tables.MIGRATION_REJECTS)
 
 # --- classification ---------------------------------------------------------------------------
 

@@ -17,21 +17,11 @@ import pyarrow.parquet as pq
 
 from tradingmem_assets.defs.migration.backup import manifest_by_key, sha256_hex
 from tradingmem_assets.defs.migration.classification import MIGRATED, QUARANTINED
+from tradingmem_assets.lib import tables
+from tradingmem_assets.lib.columns import table_dtypes
 from tradingmem_assets.lib.warehouse import read_frame, table_exists
 
-MIGRATION_CONSERVATION_REPORT_DTYPES = pl.Schema(
-    {
-        "partition_key": pl.String(),
-        "rows_in": pl.Int64(),
-        "migrated": pl.Int64(),
-        "quarantined": pl.Int64(),
-        "rejected": pl.Int64(),
-        "checksum_ok": pl.Boolean(),
-        "conserved": pl.Boolean(),
-        "backup_sha256": pl.String(),
-        "detail": pl.String(),
-    }
-)
+MIGRATION_CONSERVATION_REPORT_DTYPES = table_dtypes(tables.MIGRATION_CONSERVATION_REPORT)
 
 
 # what inspect_backups finds of each partition's backup: the manifest's word and the file's
