@@ -18,6 +18,7 @@ import yaml
 
 from tests.contract import RAW
 from tradingmem_assets import demo
+from tradingmem_assets.defs.learning.role_outputs import ROLE_OUTPUT_SCHEMA_NAMES
 from tradingmem_assets.demo import (
     BAD_ROWS,
     CSV_TABLES,
@@ -31,7 +32,7 @@ from tradingmem_assets.demo import (
     methodology_id_for,
     write_demo_world,
 )
-from tradingmem_assets.lib.vocabulary import METHODOLOGY_PROPOSAL_FIELDS
+from tradingmem_assets.lib.vocabulary import CASE_REASONS, METHODOLOGY_PROPOSAL_FIELDS
 
 SCALE = 0.002
 ROOT = Path(__file__).resolve().parents[2]
@@ -209,18 +210,9 @@ def test_each_decision_kind_produces_exactly_its_admission_reasons(landing):
 
 def test_every_admission_reason_code_is_represented(landing):
     codes = {r for reasons in reference_reasons(landing).values() for r in reasons}
-    chain_codes = {
-        "unknown_role",
-        "role_not_declared_by_skill",
-        "no_preview",
-        "preview_not_consumed",
-        "preview_consumed_multiple",
-        "no_execution",
-        "automated_source",
-        "unverified_external",
-        "unknown_source",
-        "not_settled",
-    } | {f"link_mismatch:{f}" for f in LINK_FIELDS}
+    # every code the execution chain decides (link_mismatch once per field); the evaluation ones follow
+    chain_codes = set(CASE_REASONS) - {"link_mismatch", "no_primary_run", "insufficient_evaluation"}
+    chain_codes |= {f"link_mismatch:{f}" for f in LINK_FIELDS}
     assert chain_codes <= codes
     kinds = demo_decision_kinds(SCALE)
     counts = dict(kinds.group_by("kind").len().iter_rows())
@@ -273,7 +265,7 @@ def test_decision_text_and_evidence_are_varied_json(landing):
     assert all(isinstance(e, list) and set(e) <= kinds for e in parsed)
     flags = demo_decision_kinds(SCALE)
     assert flags["missing_evidence"].any() and not flags["missing_evidence"].all()
-    required = {r.role_id: set(r.required) for r in demo._ROLES}
+    required = {r.role_id: set(r.required_evidence) for r in demo._ROLES}
     skill_of = {r.role_id: r.skill_id for r in demo._ROLES}
     for row, flag in zip(decisions.iter_rows(named=True), flags["missing_evidence"], strict=True):
         if row["role_id"] in required and row["skill_id"] == skill_of[row["role_id"]]:
@@ -501,14 +493,7 @@ def test_institution_outputs_cite_and_propose_methodologies(landing):
     assert set(runs["kind"]) == {"scheduled", "lazy", "manual"}
     assert outputs.group_by("run_id").len()["len"].unique().to_list() == [6]
     roles = dict(outputs.select("role", "schema").unique().rows())
-    assert roles == {
-        "analyst": "AnalystReport",
-        "bull": "AnalystReport",
-        "bear": "AnalystReport",
-        "risk": "AnalystReport",
-        "trader": "TraderProposal",
-        "portfolio_manager": "PortfolioDecision",
-    }
+    assert roles == ROLE_OUTPUT_SCHEMA_NAMES  # every role writes its declared schema
     assert (outputs["confidence"] == 1.7).sum() >= 2 and (outputs["action"] == "yolo").sum() >= 2
     proposals = [json.loads(p) for p in outputs["proposed_methodology"].drop_nulls()]
     shape = set(METHODOLOGY_PROPOSAL_FIELDS)
@@ -689,7 +674,9 @@ def test_demo_roles_mirror_roles_yaml():
         for s in registry["skills"]
         for r in s["roles"]
     }
-    ours = {r.role_id: (r.skill_id, r.maturity_days, r.primary_profile, r.required) for r in demo._ROLES}
+    ours = {
+        r.role_id: (r.skill_id, r.maturity_days, r.primary_profile, r.required_evidence) for r in demo._ROLES
+    }
     assert ours == declared
     profiles = {p[0] for p in demo.PROFILES}
     assert {v[2] for v in declared.values()} <= profiles

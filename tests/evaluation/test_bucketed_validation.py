@@ -7,7 +7,11 @@ import polars as pl
 import pytest
 
 from tradingmem_assets.defs.evaluation import invariants
-from tradingmem_assets.defs.evaluation.invariants import EVALUATION_RUNS_INVARIANTS, VALIDATED_COLUMNS, validate_runs
+from tradingmem_assets.defs.evaluation.invariants import (
+    EVALUATION_RUNS_INVARIANTS,
+    VALIDATED_COLUMNS,
+    validate_runs,
+)
 from tradingmem_assets.lib.validation import validate
 
 T = datetime(2024, 1, 2, tzinfo=UTC)
@@ -48,7 +52,7 @@ TAMPERS = {
 def test_buckets_report_what_one_frame_reports(tamper, monkeypatch):
     con = duckdb.connect()
     con.execute("SET TimeZone = 'UTC'")
-    frame = _runs(40)
+    con.register("frame", _runs(40))
     con.execute("CREATE TABLE runs AS SELECT * FROM frame")
     con.execute(TAMPERS[tamper])
     monkeypatch.setattr(invariants, "BUCKET_ROWS", 7)  # 80 rows: 12 buckets

@@ -230,3 +230,16 @@ def test_a_parquet_file_ingested_in_chunks_lands_as_in_one_pass(tmp_path, instan
         (22, "duplicate_key"),
         (23, "duplicate_key"),
     ]
+
+
+def test_a_landing_column_names_only_known_rules_and_vocabularies():
+    from tradingmem_assets.defs.landing.invariants import parse_landing_tables
+    from tradingmem_assets.lib import vocabulary
+
+    text = '[t]\nkey = ["a"]\ndescription = "T."\ncolumns = [{ name = "a", isin = "DIRECTIONS" }]\n'
+    (table,) = parse_landing_tables(text)
+    assert table.key == ("a",) and table.columns[0].isin is vocabulary.DIRECTIONS
+    with pytest.raises(ValueError, match="t.a: unknown"):
+        parse_landing_tables(text.replace("isin", "in_set"))
+    with pytest.raises(ValueError, match="t.a: unknown"):
+        parse_landing_tables(text.replace('isin = "DIRECTIONS"', 'kind = "text"'))

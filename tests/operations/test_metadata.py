@@ -3,8 +3,11 @@ column declared with a description before the first materialization (SPEC sectio
 
 from __future__ import annotations
 
+import fnmatch
 import math
 import re
+import tomllib
+from pathlib import Path
 from typing import Any
 
 import dagster as dg
@@ -14,6 +17,7 @@ import pytest
 from tests.world import DEFS, World
 from tradingmem_assets import docs_tables
 from tradingmem_assets.demo import write_demo_world
+from tradingmem_assets.lib import columns
 
 MAX_DECIMALS = 4
 # a number with 5+ decimals in markdown or text (not the fraction of a timestamp's seconds)
@@ -138,3 +142,27 @@ def test_docs_tables_md_is_generated_from_the_declared_columns():
         "docs/tables.md is stale: run python -m tradingmem_assets.docs_tables"
     )
     assert docs_tables.main(["--check"]) == 0
+
+
+def test_every_domains_data_dictionary_is_read_and_ships_with_the_package():
+    """Each ``defs/<domain>/columns.toml`` feeds docs_tables, and pyproject's package-data installs
+    every data file the code reads (a non-editable install has no source tree to read them from)."""
+    package = Path(docs_tables.__file__).parent
+    dictionaries = sorted(p.parent.name for p in package.glob(f"defs/*/{columns.COLUMNS_FILE}"))
+    assert dictionaries == sorted(domain for domain, _ in docs_tables.DOMAINS)
+    data_files = [p.relative_to(package).as_posix() for p in package.rglob("*.toml")]
+    pyproject = tomllib.loads((package.parent / "pyproject.toml").read_text(encoding="utf-8"))
+    patterns = pyproject["tool"]["setuptools"]["package-data"]["tradingmem_assets"]
+    unshipped = [f for f in data_files if not any(fnmatch.fnmatch(f, pattern) for pattern in patterns)]
+    assert "defs/landing/tables.toml" in data_files and unshipped == [], patterns
+
+
+def test_a_column_row_is_name_type_and_meaning():
+    text = '[main.t]\ndescription = "T."\ncolumns = [["a", "VARCHAR", "A."]]\n'
+    assert columns.parse_table_docs(text, "x.toml") == (
+        columns.TableDoc("main.t", "T.", (("a", "VARCHAR", "A."),)),
+    )
+    with pytest.raises(ValueError, match="main.t: a column is"):
+        columns.parse_table_docs(text.replace(', "A."', ""), "x.toml")
+    with pytest.raises(ValueError, match="x.toml: tables live in"):
+        columns.parse_table_docs(text.replace("main.t", "other.t"), "x.toml")

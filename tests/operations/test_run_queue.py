@@ -26,6 +26,7 @@ import pytest
 import yaml
 
 from tests.operations.conftest import BUILT_AS_OF
+from tradingmem_assets.defs.operations.runs import environment
 from tradingmem_assets.demo import write_demo_world
 
 REPO = Path(__file__).resolve().parents[2]
@@ -80,16 +81,8 @@ def queued_world(tmp_path_factory):
 def queue_env(queued_world):
     """The environment the code server and every run worker inherit (set for the module's tests)."""
     _, env = queued_world
-    saved = {key: os.environ.get(key) for key in env}
-    os.environ.update(env)
-    try:
+    with environment(env):
         yield env
-    finally:
-        for key, value in saved.items():
-            if value is None:
-                os.environ.pop(key, None)
-            else:
-                os.environ[key] = value
 
 
 # --- submitting as the daemons do -----------------------------------------------------------------

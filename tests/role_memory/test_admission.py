@@ -17,6 +17,7 @@ from tradingmem_assets.defs.role_memory.admission import (
 )
 from tradingmem_assets.defs.role_memory.writes import write_cases
 from tradingmem_assets.lib.registry import load_registry
+from tradingmem_assets.lib.tables import EXECUTION_CHAIN
 from tradingmem_assets.settings import SETTINGS
 
 REGISTRY = registry_frame(load_registry(SETTINGS.roles_file).rows())
@@ -277,10 +278,7 @@ def test_updated_at_moves_only_when_the_row_changes():
 LANDING = [
     f"raw/{t}"
     for t in (
-        "trading_decisions",
-        "trade_previews",
-        "preview_consumptions",
-        "trade_executions",
+        *EXECUTION_CHAIN,
         "trade_fills",
         "position_lifecycles",
         "price_bars",

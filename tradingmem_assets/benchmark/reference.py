@@ -18,19 +18,11 @@ from pathlib import Path
 
 import duckdb
 
+from tradingmem_assets.lib.tables import EXECUTION_CHAIN
 from tradingmem_assets.lib.vocabulary import AUTOMATED_SOURCES, MANUAL_SOURCES
 from tradingmem_assets.lib.warehouse import run_script
 
-TRADING_TABLES = (
-    "trading_decisions",
-    "trade_previews",
-    "preview_consumptions",
-    "trade_executions",
-    "trade_fills",
-    "position_lifecycles",
-    "price_bars",
-    "benchmark_profiles",
-)
+TRADING_TABLES = (*EXECUTION_CHAIN, "trade_fills", "position_lifecycles", "price_bars", "benchmark_profiles")
 
 
 def _quoted(values: tuple[str, ...]) -> str:

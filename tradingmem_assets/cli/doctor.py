@@ -7,6 +7,7 @@ A table that does not exist yet is reported as not materialized, never a crash.
 from __future__ import annotations
 
 import re
+from collections.abc import Callable
 from datetime import datetime
 
 import click
@@ -70,6 +71,33 @@ def _budget(con: duckdb.DuckDBPyConnection) -> rules.DoctorCheck:
     return rules.budget_status(budget_summary(con))
 
 
+# the checks that judge one query of one table: name -> (table, query, rule)
+FRAME_CHECKS: dict[str, tuple[str, str, Callable[[pl.DataFrame], rules.DoctorCheck]]] = {
+    "quarantined_cases": (
+        ROLE_CASES,
+        f"SELECT case_id, reasons FROM {ROLE_CASES} "
+        "WHERE status = 'quarantined' OR coalesce(CAST(quarantined AS BOOLEAN), false)",
+        rules.quarantined_by_reason,
+    ),
+    "evaluation_runs": (
+        EVALUATION_RUNS,
+        f"SELECT status, coalesce(is_primary, false) AS is_primary, count(*) AS n "
+        f"FROM {EVALUATION_RUNS} GROUP BY ALL",
+        rules.evaluation_status,
+    ),
+    "memory_units_awaiting_adjudication": (
+        MEMORY_UNITS,
+        f"SELECT unit_id, customer_id, fact_key, conflict_count FROM {MEMORY_UNITS} WHERE conflict_count > 0",
+        rules.adjudication_backlog,
+    ),
+    "landing_rejects": (
+        REJECTS,
+        f"SELECT table_name, count(*) AS n, mode(reason) AS top_reason FROM {REJECTS} GROUP BY table_name",
+        rules.landing_rejects,
+    ),
+}
+
+
 def _checks(con: duckdb.DuckDBPyConnection | None, as_of: datetime) -> list[rules.DoctorCheck]:
     def exists(table: str) -> bool:
         return con is not None and table_exists(con, table)
@@ -77,29 +105,9 @@ def _checks(con: duckdb.DuckDBPyConnection | None, as_of: datetime) -> list[rule
     gathered: dict[str, rules.DoctorCheck] = {}
     if exists(ROLE_CASES):
         gathered["overdue_pending_cases"] = _pending_cases(con, as_of)
-        gathered["quarantined_cases"] = rules.quarantined_by_reason(
-            read_frame(
-                con,
-                f"SELECT case_id, reasons FROM {ROLE_CASES} "
-                "WHERE status = 'quarantined' OR coalesce(CAST(quarantined AS BOOLEAN), false)",
-            )
-        )
-    if exists(EVALUATION_RUNS):
-        gathered["evaluation_runs"] = rules.evaluation_status(
-            read_frame(
-                con,
-                f"SELECT status, coalesce(is_primary, false) AS is_primary, count(*) AS n "
-                f"FROM {EVALUATION_RUNS} GROUP BY ALL",
-            )
-        )
-    if exists(MEMORY_UNITS):
-        gathered["memory_units_awaiting_adjudication"] = rules.adjudication_backlog(
-            read_frame(
-                con,
-                f"SELECT unit_id, customer_id, fact_key, conflict_count FROM {MEMORY_UNITS} "
-                "WHERE conflict_count > 0",
-            )
-        )
+    for name, (source, sql, rule) in FRAME_CHECKS.items():
+        if exists(source):
+            gathered[name] = rule(read_frame(con, sql))
     if exists(LLM_USAGE):
         gathered["llm_budget"] = _budget(con)
     if exists(AUDIT_REPORTS):
@@ -114,14 +122,6 @@ def _checks(con: duckdb.DuckDBPyConnection | None, as_of: datetime) -> list[rule
         beats = read_heartbeats(con, as_of)  # timed by their run's as_of, like the doctor's own "now"
         latest = beats.row(-1, named=True) if beats.height else None
         gathered["learning_heartbeat"] = rules.heartbeat_staleness(latest, as_of)
-    if exists(REJECTS):
-        gathered["landing_rejects"] = rules.landing_rejects(
-            read_frame(
-                con,
-                f"SELECT table_name, count(*) AS n, mode(reason) AS top_reason "
-                f"FROM {REJECTS} GROUP BY table_name",
-            )
-        )
     if exists(tables.MEMORY_EFFICACY):
         efficacy = stored_efficacy(con)
         gathered["memory_that_hurts"] = rules.harmful_memory(efficacy.filter(pl.col("verdict") == "hurts"))

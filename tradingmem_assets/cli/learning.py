@@ -72,32 +72,33 @@ def learnings_group() -> None:
     """Learned tool sequences: the best, the recent, suggestions for a message, deletion."""
 
 
+def _limit_option(default: int):
+    return click.option("-n", "--limit", type=click.IntRange(1, 1000), default=default, show_default=True)
+
+
+def _listing(where_and_order: str, limit: int, title: str, used: bool = False):
+    """The first ``limit`` learnings in an order, as JSON and for people."""
+    rows = _rows(f"SELECT {COLUMNS} FROM main.learnings {where_and_order} LIMIT ?", [limit])
+    note = _disabled_note()
+    return {"learnings": rows, "note": note}, _table(rows, note, title, used=used)
+
+
 @learnings_group.command("top")
-@click.option("-n", "--limit", type=click.IntRange(1, 1000), default=20, show_default=True)
+@_limit_option(20)
 @json_option
 def top(limit: int, as_json: bool):
     """Learnings by success_count - failure_count (then weight)."""
-    rows = _rows(
-        f"SELECT {COLUMNS} FROM main.learnings "
-        "ORDER BY success_count - failure_count DESC, weight DESC, learning_id LIMIT ?",
-        [limit],
-    )
-    note = _disabled_note()
-    return {"learnings": rows, "note": note}, _table(rows, note, f"top {limit} learnings")
+    order = "ORDER BY success_count - failure_count DESC, weight DESC, learning_id"
+    return _listing(order, limit, f"top {limit} learnings")
 
 
 @learnings_group.command("recent")
-@click.option("-n", "--limit", type=click.IntRange(1, 1000), default=10, show_default=True)
+@_limit_option(10)
 @json_option
 def recent(limit: int, as_json: bool):
     """Learnings most recently used (a learned turn or an adopted suggestion)."""
-    rows = _rows(
-        f"SELECT {COLUMNS} FROM main.learnings WHERE last_used_at IS NOT NULL "
-        "ORDER BY last_used_at DESC, learning_id LIMIT ?",
-        [limit],
-    )
-    note = _disabled_note()
-    return {"learnings": rows, "note": note}, _table(rows, note, "learnings most recently used", used=True)
+    order = "WHERE last_used_at IS NOT NULL ORDER BY last_used_at DESC, learning_id"
+    return _listing(order, limit, "learnings most recently used", used=True)
 
 
 @learnings_group.command("suggest")

@@ -26,6 +26,7 @@ from tradingmem_assets.demo.frames import (
     _rng,
 )
 from tradingmem_assets.demo.tables import _count
+from tradingmem_assets.demo.texts import TEXTS
 
 _CN_SURNAMES = tuple("王李张刘陈杨黄赵吴周徐孙马朱胡郭何林高罗")
 _CN_GIVEN = tuple(
@@ -83,12 +84,7 @@ _FACTS: tuple[tuple[str, tuple[str, ...], tuple[str, str]], ...] = (
 )
 _CN_RISK_UTTERANCES = ("我觉得自己是{v}的投资者。", "我还是偏{v}一点。")
 _FACT_P = (0.9, 0.8, 0.8, 0.3, 0.2, 0.3, 0.2)
-_ASSISTANT_REPLIES = (
-    "Thanks, I've noted that.",
-    "好的，我记下了。",
-    "Let me find suitable products for you.",
-    "明白，我们会根据您的情况推荐产品。",
-)
+_ASSISTANT_REPLIES = tuple(TEXTS["conversations"]["assistant_replies"])
 _PORTALS = ("advisor_app", "wechat", "web")
 
 

@@ -19,6 +19,7 @@ from __future__ import annotations
 import numpy as np
 import polars as pl
 
+from tradingmem_assets.defs.learning.role_outputs import ROLE_OUTPUT_SCHEMA_NAMES
 from tradingmem_assets.demo.clock import _AS_OF, _DAY, _epoch_day, _t
 from tradingmem_assets.demo.frames import _cat, _choice, _dt, _ids, _null_where, _pick, _rng
 from tradingmem_assets.demo.methodologies import (
@@ -33,6 +34,7 @@ from tradingmem_assets.demo.methodologies import (
 from tradingmem_assets.demo.prices import SYMBOLS, _Book
 from tradingmem_assets.demo.schedule import SCHEDULE_POPULAR, SCHEDULE_SPECIALS, schedule_runs
 from tradingmem_assets.demo.tables import _count
+from tradingmem_assets.lib.vocabulary import INSTITUTION_ACTIONS, INSTITUTION_RUN_KINDS
 
 # popular templates by asset class: (template index, share of that class's runs citing it first)
 _POPULAR = {
@@ -49,17 +51,7 @@ _INJECT_FROM = _t(2023, 10, 1)  # popular templates are injected once they had t
 _RUN_SYMBOLS = ("BTCUSD", "ETHUSD", "SOLUSD", "AAPLX", "MSFTX", "MKTIDX")
 _RUN_SYMBOL_P = (0.25, 0.2, 0.15, 0.15, 0.15, 0.1)
 _RUN_ASSET_CLASS = ("crypto_major", "crypto_major", "crypto_alt", "equity", "equity", "index")
-_RUN_KINDS = ("scheduled", "lazy", "manual")
-_OUTPUT_ROLES = ("analyst", "bull", "bear", "risk", "trader", "portfolio_manager")
-_OUTPUT_SCHEMAS = (
-    "AnalystReport",
-    "AnalystReport",
-    "AnalystReport",
-    "AnalystReport",
-    "TraderProposal",
-    "PortfolioDecision",
-)
-_ACTIONS = ("buy", "sell", "hold")
+_OUTPUT_ROLES = tuple(ROLE_OUTPUT_SCHEMA_NAMES)  # each role's output has its declared schema
 _N_SPECIAL = len(_special_proposals())
 
 
@@ -218,7 +210,7 @@ def _runs(
             "started_at": _dt(started),
             "symbol": _pick(_RUN_SYMBOLS, rsym),
             "asset_class": _pick(_RUN_ASSET_CLASS, rsym),
-            "kind": _pick(_RUN_KINDS, kind),
+            "kind": _pick(INSTITUTION_RUN_KINDS, kind),
         }
     )
 
@@ -246,7 +238,7 @@ def _runs(
             np.flatnonzero(np.isin(role, [3, 4]) & (ri >= early)), size=2 * invalid_outputs, replace=False
         )
         confidence[broken[:invalid_outputs]] = 1.7
-        action[broken[invalid_outputs:]] = len(_ACTIONS)  # "yolo"
+        action[broken[invalid_outputs:]] = len(INSTITUTION_ACTIONS)  # "yolo"
     cites = np.isin(role, [0, 4, 5])
     cited_col = pl.select(
         pl.when(pl.lit(pl.Series(cites))).then(pl.lit(cited.gather(ri))).otherwise(pl.lit("[]"))
@@ -276,8 +268,8 @@ def _runs(
             "output_id": _ids("o_", no, 8),
             "run_id": run_id.gather(ri),
             "role": _pick(_OUTPUT_ROLES, role),
-            "schema": _pick(_OUTPUT_SCHEMAS, role),
-            "action": _pick(_ACTIONS + ("yolo",), action),
+            "schema": _pick(tuple(ROLE_OUTPUT_SCHEMA_NAMES.values()), role),
+            "action": _pick(INSTITUTION_ACTIONS + ("yolo",), action),
             "confidence": confidence,
             "cited_methodology_ids": cited_col,
             "proposed_methodology": _null_where(_pick(table, np.maximum(prop, 0)), prop < 0),

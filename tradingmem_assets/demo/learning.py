@@ -18,6 +18,7 @@ from typing import Any
 
 import numpy as np
 import polars as pl
+from mnemonic import Mnemonic
 
 from tradingmem_assets.demo.clock import _t
 from tradingmem_assets.demo.frames import _choice, _dt, _ids, _pick, _rng
@@ -94,28 +95,8 @@ _TASKS = (
 # fmt: on
 _TASK_P = (0.16, 0.12, 0.1, 0.08, 0.1, 0.08, 0.08, 0.06, 0.06, 0.1, 0.06)
 _SECRET_KINDS = ("api_key", "token", "password", "jwt", "private_key", "seed_phrase")
-_SEED_WORDS = (
-    "abandon",
-    "ability",
-    "able",
-    "about",
-    "above",
-    "absent",
-    "absorb",
-    "abstract",
-    "absurd",
-    "abuse",
-    "access",
-    "accident",
-    "account",
-    "accuse",
-    "achieve",
-    "acid",
-    "acoustic",
-    "acquire",
-    "across",
-    "act",
-)
+# the first words of the BIP39 English list, which secret redaction knows (defs/safety/secret_formats.py)
+_SEED_WORDS = tuple(Mnemonic("english").wordlist[:20])
 UNKNOWN_LEARNING_IDS = (
     "l_" + hashlib.sha256(b"no-such-learning-1").hexdigest()[:16],
     "l_" + hashlib.sha256(b"no-such-learning-2").hexdigest()[:16],

@@ -11,19 +11,11 @@ from tradingmem_assets.demo.frames import _cat, _choice, _dt, _ids, _iso, _null_
 from tradingmem_assets.demo.prices import SYMBOLS
 from tradingmem_assets.demo.roles import _ROLES
 from tradingmem_assets.demo.tables import _count
+from tradingmem_assets.demo.texts import TEXTS
 
 _LEGACY_ROLES = tuple(r.role_id for r in _ROLES) + ("generic", "old_scalper")
 _LEGACY_ROLE_P = (0.17, 0.17, 0.2, 0.16, 0.15, 0.08, 0.07)
-_LEGACY_TEXT = (
-    "Wait for volume confirmation before adding to {s} longs.",
-    "趋势确认后再加仓 {s}，避免追高。",
-    "Funding flipped twice on {s}; close the basis trade early.",
-    "Résumé: the valuation on {s} was stretched — trimmed.",
-    'Said "never again" on {s}, then did it again.',
-    "Scalp {s} on the 1m chart — tight stop ✓",
-    "Rate differential call on {s} was priced in already.",
-    "Earnings surprise on {s} faded within two sessions.",
-)
+_LEGACY_TEXT = tuple(TEXTS["legacy_role_memory"]["texts"])
 _LEGACY_TAILS = ("", "", "", "", "", "", "", "", "  ", " \t")
 
 

@@ -14,6 +14,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from tradingmem_assets.demo.texts import TEXTS
+
 
 def methodology_id_for(
     direction: str, primary_signal: str, timeframe: str, indicators: Sequence[str], asset_class: str
@@ -49,7 +51,7 @@ class _Template:
         )
 
     def proposal(self, **over: Any) -> dict[str, Any]:
-        body = {
+        return {
             "name": self.name,
             "description": self.description,
             "direction": self.direction,
@@ -80,99 +82,18 @@ class _Template:
                     "depends_on": ["signal"],
                 },
             ],
+            **over,
         }
-        body.update(over)
-        return body
 
 
-# fmt: off
-METHODOLOGY_TEMPLATES = (
-    _Template("BTC trend ride", "long", "trend", "1d", ("ema_50", "ema_200", "adx"), "crypto_major",
-              "Ride established BTC and ETH uptrends while the 50-day EMA stays above the 200-day EMA and "
-              "ADX is rising."),
-    _Template("Buy BTC at support", "long", "support_resistance", "4h", ("rsi", "volume_profile"),
-              "crypto_major",
-              "Buy BTC at support: when price tests a prior support level on the 4h chart and RSI is "
-              "oversold, enter with a stop below support."),
-    _Template("Sell BTC at support", "short", "support_resistance", "4h", ("rsi", "volume_profile"),
-              "crypto_major",
-              "Sell BTC at support: when price tests a prior support level on the 4h chart and RSI is "
-              "weak, short the break with a stop above support."),
-    _Template("Funding squeeze long", "long", "funding_rate", "4h", ("funding_rate", "open_interest"),
-              "crypto_major",
-              "Go long when perpetual funding is deeply negative and open interest keeps climbing into a "
-              "squeeze."),
-    _Template("Funding fade short", "short", "funding_rate", "1h", ("funding_rate", "basis"), "crypto_major",
-              "Fade euphoric perps: short when hourly funding spikes and the basis to spot is stretched."),
-    _Template("Alt breakout", "long", "breakout", "1d", ("donchian_20", "volume"), "crypto_alt",
-              "Buy altcoins closing above their 20-day Donchian channel on double average volume."),
-    _Template("Alt mean reversion", "long", "mean_reversion", "4h", ("bollinger", "rsi"), "crypto_alt",
-              "Buy altcoin flushes below the lower Bollinger band once RSI divergence appears."),
-    _Template("On-chain accumulation", "long", "onchain", "1w", ("exchange_netflow", "active_addresses"),
-              "crypto_major", "Accumulate when coins leave exchanges for weeks while active addresses grow."),
-    _Template("Whale distribution short", "short", "onchain", "1d",
-              ("exchange_netflow", "whale_transactions"), "crypto_alt",
-              "Short alts when whales move large balances onto exchanges ahead of unlocks."),
-    _Template("Sentiment extreme fade", "short", "sentiment", "1d", ("fear_greed", "funding_rate"),
-              "crypto_major",
-              "Take profits and lean short when the greed index is extreme and funding confirms crowding."),
-    _Template("Quality value", "long", "valuation", "1m", ("pe_ratio", "fcf_yield", "roe"), "equity",
-              "Own profitable companies with high return on equity trading at a discount on free cash flow "
-              "yield."),
-    _Template("Earnings drift", "long", "momentum", "1w", ("eps_surprise", "volume"), "equity",
-              "Follow post-earnings announcement drift after a large EPS surprise with heavy volume."),
-    _Template("Overvaluation short", "short", "valuation", "1m", ("ev_ebitda", "pe_ratio"), "equity",
-              "Short richly priced names whose EV/EBITDA is far above peers while estimates are being cut."),
-    _Template("Gap and go", "long", "breakout", "1h", ("vwap", "volume"), "equity",
-              "Trade opening gaps that hold above VWAP in the first hour with strong relative volume."),
-    _Template("Oversold bounce", "long", "mean_reversion", "1d", ("rsi", "bollinger"), "equity",
-              "Buy quality stocks after three down days when daily RSI drops below 25."),
-    _Template("Index trend filter", "long", "trend", "1w", ("sma_40", "sma_10"), "index",
-              "Stay invested in the broad index only while the 10-week average is above the 40-week "
-              "average."),
-    _Template("Index volatility hedge", "short", "macro", "1w", ("vix", "credit_spread"), "index",
-              "Hedge index exposure when implied volatility and credit spreads widen together."),
-    _Template("Breadth thrust", "long", "momentum", "1d", ("advance_decline", "mcclellan"), "index",
-              "Buy the index after a breadth thrust where advancers overwhelm decliners for ten sessions."),
-    _Template("Range trade index", "neutral", "support_resistance", "1d", ("pivot_points", "atr"), "index",
-              "Sell index rallies into pivot resistance and buy dips to pivot support while ATR stays "
-              "compressed."),
-    _Template("Carry trade", "long", "macro", "1m", ("rate_differential", "cot"), "fx",
-              "Hold the higher-yielding currency while the rate differential widens and positioning is "
-              "light."),
-    _Template("Dollar strength short EUR", "short", "macro", "1w", ("rate_differential", "pmi"), "fx",
-              "Sell EURUSD when US PMIs beat European PMIs and the rate gap moves toward the dollar."),
-    _Template("FX momentum", "long", "momentum", "1d", ("macd", "adx"), "fx",
-              "Join established currency moves when MACD crosses up and ADX exceeds 25."),
-    _Template("Gold safe haven", "long", "macro", "1w", ("real_yields", "dxy"), "commodity",
-              "Own gold when real yields fall and the dollar index weakens during risk-off episodes."),
-    _Template("Oil supply shock", "long", "sentiment", "1d", ("inventory", "news_score"), "commodity",
-              "Buy crude on supply disruption headlines confirmed by surprise inventory draws."),
-    _Template("Commodity trend", "long", "trend", "1w", ("sma_50", "atr"), "commodity",
-              "Follow weekly commodity trends above the 50-week average with ATR-based position sizing."),
-    _Template("Volume climax reversal", "short", "volume", "1d", ("obv", "volume"), "crypto_major",
-              "Short exhaustion after a blow-off day whose volume is the highest in a quarter while OBV "
-              "diverges."),
-    _Template("Volume breakout confirmation", "long", "volume", "4h", ("volume", "obv", "vwap"), "crypto_alt",
-              "Enter altcoin breakouts only when 4h volume expands and price holds above anchored VWAP."),
-    _Template("Weekly momentum rotation", "long", "momentum", "1w", ("roc_12", "rsi"), "equity",
-              "Rotate weekly into the strongest twelve-week performers and drop laggards."),
-    _Template("Funding neutral basis", "neutral", "funding_rate", "1d", ("basis", "funding_rate"),
-              "crypto_major",
-              "Capture the cash-and-carry basis: long spot, short perp, when annualized funding beats the "
-              "hurdle."),
-    _Template("Support reclaim alts", "long", "support_resistance", "1d", ("rsi", "volume_profile"),
-              "crypto_alt", "Buy altcoins that reclaim a lost daily support level on a high-volume node."),
-)
+def _template(entry: dict) -> _Template:
+    return _Template(**{**entry, "indicators": tuple(entry["indicators"])})
+
+
+METHODOLOGY_TEMPLATES = tuple(_template(t) for t in TEXTS["methodology_templates"])
 # A newcomer of the last month (demo/schedule.py): first proposed on the anchor's audit window's first
 # day, cited by the daily equity runs, right almost every time, so it graduates inside the window.
-JUNE_TEMPLATE = _Template(
-    "Guidance raise follow-through", "long", "momentum", "1d", ("guidance_revision", "relative_strength"),
-    "equity",
-    "Buy companies the day after they raise full-year guidance while their relative strength versus "
-    "the index keeps improving.",
-)
-# fmt: on
+JUNE_TEMPLATE = _template(TEXTS["june_template"])
 BOGUS_METHODOLOGY_IDS = tuple(
     "m_" + hashlib.sha256(f"never-proposed-{i}".encode()).hexdigest()[:16] for i in range(4)
 )

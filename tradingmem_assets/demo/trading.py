@@ -62,6 +62,16 @@ _GAP_EXECUTIONS = {
 }
 
 
+def _order(sym: np.ndarray, direction: np.ndarray, account: np.ndarray, market: np.ndarray) -> dict:
+    """The order columns a decision names and its execution carries out (the chain compares them)."""
+    return {
+        "symbol": _pick(SYMBOLS, sym),
+        "direction": _pick(("long", "short"), direction),
+        "account_id": "acct_" + pl.Series(account).cast(pl.String).str.zfill(3),
+        "market": _pick(_MARKETS, market),
+    }
+
+
 def _trading(scale: float, seed: int, book: _Book) -> dict[str, pl.DataFrame]:
     rng = _rng(seed, "trading")
     n = _count("trading_decisions", scale)
@@ -144,7 +154,7 @@ def _trading(scale: float, seed: int, book: _Book) -> dict[str, pl.DataFrame]:
     drop_which = rng.integers(0, 2, n)
     for r, spec in enumerate(_ROLES):
         m = role == r
-        for j, k in enumerate(spec.required):
+        for j, k in enumerate(spec.required_evidence):
             mask[m & ~(missing_evidence & (drop_which == j))] |= bit[k]
         for k in spec.extras:
             mask[m & (rng.random(n) < 0.2)] |= bit[k]
@@ -157,10 +167,7 @@ def _trading(scale: float, seed: int, book: _Book) -> dict[str, pl.DataFrame]:
             "decision_id": decision_id,
             "role_id": role_id,
             "skill_id": _pick(_SKILLS, skill),
-            "symbol": _pick(SYMBOLS, sym),
-            "direction": _pick(("long", "short"), direction),
-            "account_id": "acct_" + pl.Series(account).cast(pl.String).str.zfill(3),
-            "market": _pick(_MARKETS, market),
+            **_order(sym, direction, account, market),
             "scenario": _pick(_SCENARIOS, scenario),
             "decision_text": text,
             "evidence": evidence,
@@ -224,10 +231,7 @@ def _trading(scale: float, seed: int, book: _Book) -> dict[str, pl.DataFrame]:
             "execution_id": execution_id,
             "decision_id": exec_decision,
             "preview_id": _null_where(_ids("p_", n, 7).gather(ed), ~e_has_preview),
-            "symbol": _pick(SYMBOLS, e_sym),
-            "direction": _pick(("long", "short"), e_dir),
-            "account_id": "acct_" + pl.Series(e_acct).cast(pl.String).str.zfill(3),
-            "market": _pick(_MARKETS, e_mkt),
+            **_order(e_sym, e_dir, e_acct, e_mkt),
             "source": _pick(_SOURCES, src),
             "source_verified": verified,
             "automation_flag": automated,

@@ -1,7 +1,7 @@
 """The one Dagster-side helper module: metadata the UI renders well, check results from Pandera
 validations, and the factory of checks that re-read a stored table."""
 
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 
@@ -10,7 +10,10 @@ import duckdb
 import pandera.polars as pa
 import polars as pl
 
+from tradingmem_assets.lib.dtypes import as_utc
+from tradingmem_assets.lib.tables import main_table
 from tradingmem_assets.lib.validation import Validation, validate
+from tradingmem_assets.lib.warehouse import read_frame, table_exists
 
 
 def feed_freshness() -> dg.FreshnessPolicy:
@@ -52,7 +55,7 @@ def score_metadata(value: float) -> dg.MetadataValue:
 
 
 def column_schema(table_name: str) -> dg.TableSchema | None:
-    """The declared columns of a stored table, with their descriptions (defs/<domain>/columns.py)."""
+    """The declared columns of a stored table, with their descriptions (defs/<domain>/columns.toml)."""
     from tradingmem_assets.docs_tables import TABLE_DOCS
 
     doc = TABLE_DOCS.get(table_name)
@@ -69,11 +72,13 @@ def declared_metadata(asset_key: str) -> dict:
     table = asset_table(asset_key)
     schema = column_schema(table)
     if schema is None:
-        raise KeyError(f"{table} (asset {asset_key}) has no columns declared in defs/<domain>/columns.py")
+        raise KeyError(f"{table} (asset {asset_key}) has no columns declared in defs/<domain>/columns.toml")
     return {"dagster/table_name": table, "dagster/column_schema": schema}
 
 
 TABLE_KINDS = frozenset({"duckdb", "polars"})
+# a table written by SQL alone
+DUCKDB_ONLY = frozenset({"duckdb"})
 
 
 def table_asset(name: str, *, group: str | None = None, kinds: frozenset[str] = TABLE_KINDS, **kwargs):
@@ -82,7 +87,40 @@ def table_asset(name: str, *, group: str | None = None, kinds: frozenset[str] = 
     return dg.asset(name=name, metadata=declared_metadata(name), group_name=group, kinds=set(kinds), **kwargs)
 
 
-def table_metadata(table_name: str, frame: pl.DataFrame | None = None, row_count: int | None = None) -> dict:
+def table_spec(
+    key: str | dg.AssetKey,
+    description: str,
+    *,
+    deps: Sequence = (),
+    kinds: frozenset[str] = TABLE_KINDS,
+    **kwargs,
+) -> dg.AssetSpec:
+    """One output of a ``dg.multi_asset`` stored as the warehouse table of asset ``key``: it declares
+    that table's columns (``declared_metadata``) and its kinds, like ``table_asset``; ``kwargs`` go
+    to ``dg.AssetSpec``."""
+    name = key.to_user_string() if isinstance(key, dg.AssetKey) else key
+    return dg.AssetSpec(
+        key,
+        metadata=declared_metadata(name),
+        deps=list(deps),
+        kinds=set(kinds),
+        description=description,
+        **kwargs,
+    )
+
+
+def blocking_check(name: str, asset: str | dg.AssetKey, description: str) -> dg.AssetCheckSpec:
+    """The spec of a check an asset evaluates as it writes, blocking what runs downstream of it."""
+    return dg.AssetCheckSpec(name, asset=asset, blocking=True, description=description)
+
+
+def table_metadata(
+    table_name: str, frame: pl.DataFrame | pl.Schema | None = None, row_count: int | None = None
+) -> dict:
+    """A table's name, and given its ``frame`` (or only its dtypes and ``row_count``) its row count
+    and column schema."""
+    if isinstance(frame, pl.Schema):
+        frame = pl.DataFrame(schema=frame)
     meta: dict = {"dagster/table_name": table_name}
     if frame is not None:
         meta["dagster/row_count"] = frame.height if row_count is None else row_count
@@ -136,22 +174,46 @@ def check_result(check_name: str, validation, asset_key: dg.AssetKey | None = No
 class StoredTableCheck:
     """An invariant re-read from the stored table, so a hand edit of the warehouse fails a check.
 
-    ``read`` selects what the invariants need (the table, joined with the facts it must agree
-    with); ``invariants`` builds the Pandera schema for the instant the table was built at (the
-    warehouse's latest learning ``as_of``).
+    ``invariants`` is the Pandera schema, or builds it for the instant the table was built at (the
+    warehouse's latest learning ``as_of``). ``read`` selects what the invariants need: SQL (read
+    with every timestamp as UTC), or a function of the connection and that instant (the table
+    joined with the facts it must agree with); by default the whole ``table``, which is
+    ``main.<asset>`` unless named.
     """
 
     name: str
     asset: str
-    table: str
     description: str
-    read: Callable[[duckdb.DuckDBPyConnection, datetime], pl.DataFrame] | None = None
-    invariants: Callable[[datetime], pa.DataFrameSchema] | None = None
-    # instead of read + invariants, for a table too large for one frame: (validation, rows validated)
+    invariants: pa.DataFrameSchema | Callable[[datetime], pa.DataFrameSchema]
+    read: str | Callable[[duckdb.DuckDBPyConnection, datetime], pl.DataFrame] = ""
+    table: str = ""
+    # for a table too large for one frame: validates it piece by piece, (validation, rows validated)
     validate_stored: Callable[[duckdb.DuckDBPyConnection, datetime], tuple[Validation, int]] | None = None
     blocking: bool = True
     # False while the asset is switched off by a process setting: then an absent table is expected
     enabled: Callable[[], bool] = lambda: True
+
+    @property
+    def stored_table(self) -> str:
+        return self.table or main_table(self.asset)
+
+    def frame(self, con: duckdb.DuckDBPyConnection, built_at: datetime) -> pl.DataFrame:
+        if callable(self.read):
+            return self.read(con, built_at)
+        return as_utc(read_frame(con, self.read or f"SELECT * FROM {self.stored_table}"))
+
+    def schema(self, built_at: datetime) -> pa.DataFrameSchema:
+        # a Pandera schema is callable too (it validates): tell the two apart by type
+        if isinstance(self.invariants, pa.DataFrameSchema):
+            return self.invariants
+        return self.invariants(built_at)
+
+    def validation(self, con: duckdb.DuckDBPyConnection, built_at: datetime) -> tuple[Validation, int]:
+        """The stored table's invariants checked, and the rows read."""
+        if self.validate_stored is not None:
+            return self.validate_stored(con, built_at)
+        frame = self.frame(con, built_at)
+        return validate(self.schema(built_at), frame), frame.height
 
 
 def stored_table_checks(checks: list[StoredTableCheck]) -> list[dg.AssetChecksDefinition]:
@@ -170,18 +232,18 @@ def _stored_table_check(spec: StoredTableCheck) -> dg.AssetChecksDefinition:
     )
     def _check(context: dg.AssetCheckExecutionContext) -> dg.AssetCheckResult:
         from tradingmem_assets.defs.operations.ledger import learning_bound
-        from tradingmem_assets.lib.warehouse import table_exists
 
         warehouse = context.resources.warehouse
         try:
             with warehouse.connect() as con:
-                if not table_exists(con, spec.table):
+                if not table_exists(con, spec.stored_table):
                     if not spec.enabled():
                         return dg.AssetCheckResult(
                             passed=True, metadata={"note": f"{spec.asset} is switched off: nothing stored"}
                         )
                     return dg.AssetCheckResult(
-                        passed=False, metadata={"error": f"{spec.table} does not exist: materialize it first"}
+                        passed=False,
+                        metadata={"error": f"{spec.stored_table} does not exist: materialize it first"},
                     )
                 # the instant the stored table was built at: this run's, or the last writing run's
                 built_at = (
@@ -189,11 +251,7 @@ def _stored_table_check(spec: StoredTableCheck) -> dg.AssetChecksDefinition:
                     if warehouse.records_run
                     else (learning_bound(con) or warehouse.as_of_ts)
                 )
-                if spec.validate_stored is not None:
-                    validation, rows = spec.validate_stored(con, built_at)
-                else:
-                    frame = spec.read(con, built_at)
-                    validation, rows = validate(spec.invariants(built_at), frame), frame.height
+                validation, rows = spec.validation(con, built_at)
         except Exception as exc:  # a check that raises records no evaluation: report it as failed
             return dg.AssetCheckResult(
                 passed=False, metadata={"error": f"{type(exc).__name__}: {exc}"[:2000]}

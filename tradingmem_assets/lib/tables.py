@@ -25,6 +25,8 @@ def main_table(name: str) -> str:
 
 # landing
 RAW_REJECTS = "main.raw_rejects"
+# the landing tables that link a decision to its execution: decision, preview, consumption, execution
+EXECUTION_CHAIN = ("trading_decisions", "trade_previews", "preview_consumptions", "trade_executions")
 # evaluation
 EVALUATION_RUNS = "main.evaluation_runs"
 EVALUATION_COMPONENTS = "main.evaluation_components"

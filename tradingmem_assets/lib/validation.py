@@ -142,3 +142,18 @@ def validate_by_customer(
         frame = con.sql(query(condition or "true"), params={**(params or {}), **bounds} or None).pl()
         failures.append(validate(schema, as_utc(frame)).failure_cases)
     return Validation(schema.name or "schema", pl.concat(failures))
+
+
+def rule(rules: dict[str, Callable], name: str) -> Callable[[Callable], Callable]:
+    """Decorator: the function is a frame-wide rule of ``rules``, checked under ``name``."""
+
+    def register(check: Callable) -> Callable:
+        rules[name] = check
+        return check
+
+    return register
+
+
+def named_checks(rules: Mapping[str, Callable]) -> list[pa.Check]:
+    """Frame-wide Pandera checks, one per ``{name: rule}``: the name is what a failure reports."""
+    return [pa.Check(rule, name=name) for name, rule in rules.items()]

@@ -41,10 +41,10 @@ from tradingmem_assets.defs.resources import WarehouseResource
 from tradingmem_assets.lib import tables
 from tradingmem_assets.lib.dagster_kit import (
     check_result,
-    declared_metadata,
     rounded_metadata,
     score_metadata,
     table_metadata,
+    table_spec,
 )
 from tradingmem_assets.lib.tables import raw_key
 from tradingmem_assets.lib.validation import validate
@@ -155,16 +155,12 @@ def _findings_markdown(findings: list[dict]) -> str:
 @dg.multi_asset(
     name="methodology_audit_reports",
     specs=[
-        dg.AssetSpec(
+        table_spec(
             AUDIT_ASSET_KEY,
-            metadata=declared_metadata(AUDIT_ASSET_KEY.to_user_string()),
-            group_name=tables.AUDIT_GROUP,
-            kinds={"duckdb", "polars"},
+            "One append-only health report per audit pass; reads the learning tables, never writes them.",
             deps=AUDIT_INPUTS,
+            group_name=tables.AUDIT_GROUP,
             skippable=True,
-            description=(
-                "One append-only health report per audit pass; reads the learning tables, never writes them."
-            ),
         )
     ],
     check_specs=AUDIT_CHECK_SPECS,

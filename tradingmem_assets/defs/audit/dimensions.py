@@ -14,7 +14,7 @@ from datetime import timedelta
 
 import polars as pl
 
-from tradingmem_assets.defs.audit.findings import DimensionReport, DimensionResult, insufficient, sample_ids
+from tradingmem_assets.defs.audit.findings import DimensionReport, DimensionResult, insufficient
 from tradingmem_assets.defs.audit.inputs import (
     CASE_COLUMNS,
     EVENT_COLUMNS,
@@ -56,8 +56,8 @@ def synthesis_quality(events: Rows, window: AuditWindow) -> DimensionResult:
     injection = counts.get("rejected_injection", 0)
     invalid = counts.get("rejected_invalid", 0)
     score = 100.0 * valid / total
-    report = DimensionReport(name)
-    report.low_score(
+    report = DimensionReport.scored(
+        name,
         score,
         f"only {valid} of {total} candidates were valid",
         rejected_injection=injection,
@@ -83,7 +83,7 @@ def synthesis_quality(events: Rows, window: AuditWindow) -> DimensionResult:
             "most invalid proposals name an unknown signal, timeframe or asset class.",
             reason=f"{invalid} rejected_invalid event(s) in the window",
         )
-    return report.result(score)
+    return report.result()
 
 
 def graduation_times(methodologies: Rows, events: Rows, window: AuditWindow) -> pl.DataFrame:
@@ -136,34 +136,31 @@ def graduation_fp_rate(
             graduated=graduated.height,
         )
     false_pos = after.filter(pl.col("accuracy") < FALSE_POSITIVE_ACCURACY)
-    score = 100.0 * (1 - false_pos.height / after.height)
-    report = DimensionReport(name)
-    report.low_score(
-        score,
+    report = DimensionReport.scored(
+        name,
+        100.0 * (1 - false_pos.height / after.height),
         f"{false_pos.height} of {after.height} graduations look like false positives",
         false_positives=false_pos.height,
     )
-    still_injectable = false_pos.filter(pl.col("quarantine").fill_null(0) == 0)
-    if still_injectable.height:
-        report.flag(
-            "high",
-            "injectable_below_chance",
-            f"{still_injectable.height} graduated methodolog(ies) are still injectable with accuracy "
-            f"below {FALSE_POSITIVE_ACCURACY:.0%} since graduation",
-            {"methodology_ids": sample_ids(still_injectable, "methodology_id")},
-            action="Review these methodologies and consider raising "
-            "METHODOLOGY_INJECTION_THRESHOLD or METHODOLOGY_MIN_USES.",
-            reason="injectable methodologies perform below chance after graduation",
-        )
-    demoted = false_pos.height - still_injectable.height
-    if demoted:
-        report.flag(
-            "low",
-            "false_positive_demoted",
-            f"{demoted} false-positive graduation(s) were already demoted",
-            {"methodology_ids": sample_ids(false_pos.filter(pl.col("quarantine") != 0), "methodology_id")},
-        )
-    return report.result(score)
+    report.flag_rows(
+        "high",
+        "injectable_below_chance",
+        false_pos.filter(pl.col("quarantine").fill_null(0) == 0),
+        "methodology_id",
+        f"graduated methodolog(ies) are still injectable with accuracy below {FALSE_POSITIVE_ACCURACY:.0%} "
+        "since graduation",
+        action="Review these methodologies and consider raising "
+        "METHODOLOGY_INJECTION_THRESHOLD or METHODOLOGY_MIN_USES.",
+        reason="injectable methodologies perform below chance after graduation",
+    )
+    report.flag_rows(
+        "low",
+        "false_positive_demoted",
+        false_pos.filter(pl.col("quarantine") != 0),
+        "methodology_id",
+        "false-positive graduation(s) were already demoted",
+    )
+    return report.result()
 
 
 def attribution_integrity(
@@ -194,8 +191,8 @@ def attribution_integrity(
     case_bad = cs.filter(~(pl.col("methodology_ok") & pl.col("run_ok")))
     hint_bad = hs.filter(~(pl.col("methodology_ok") & pl.col("run_ok") & pl.col("injectable_ok")))
     score = 100.0 * (total - case_bad.height - hint_bad.height) / total
-    report = DimensionReport(name)
-    report.low_score(
+    report = DimensionReport.scored(
+        name,
         score,
         f"{case_bad.height + hint_bad.height} of {total} attributions are broken",
         cases=cs.height,
@@ -205,38 +202,35 @@ def attribution_integrity(
     def missing(flag: str, column: str) -> pl.DataFrame:
         return pl.concat([bad.filter(~pl.col(flag)).select(column) for bad in (case_bad, hint_bad)])
 
-    missing_m = missing("methodology_ok", "methodology_id")
-    missing_r = missing("run_ok", "run_id")
-    not_injectable = hs.filter(~pl.col("injectable_ok"))
-    if missing_m.height:
-        report.flag(
-            "high",
-            "unknown_methodology",
-            f"{missing_m.height} case(s)/hint(s) cite a methodology that does not exist",
-            {"methodology_ids": sample_ids(missing_m, "methodology_id")},
-            action="Re-run trading_memory_job and check that methodology ids cited by runs "
-            "are the m_<dedup key> ids of stored methodologies.",
-            reason="outcomes are attributed to unknown methodologies",
-        )
-    if missing_r.height:
-        report.flag(
-            "high",
-            "unknown_run",
-            f"{missing_r.height} case(s)/hint(s) name an institution run that does not exist",
-            {"run_ids": sample_ids(missing_r, "run_id")},
-            action="Check the institution_runs landing file and raw_rejects for the missing runs.",
-            reason="outcomes are attributed to runs that are not in raw.institution_runs",
-        )
-    if not_injectable.height:
-        report.flag(
-            "high",
-            "injected_while_quarantined",
-            f"{not_injectable.height} hint(s) injected a methodology that was not injectable",
-            {"injection_ids": sample_ids(not_injectable, "injection_id")},
-            action="Audit the agent's injection path: only graduated methodologies may be injected.",
-            reason="quarantined methodologies reached a prompt",
-        )
-    return report.result(score)
+    report.flag_rows(
+        "high",
+        "unknown_methodology",
+        missing("methodology_ok", "methodology_id"),
+        "methodology_id",
+        "case(s)/hint(s) cite a methodology that does not exist",
+        action="Re-run trading_memory_job and check that methodology ids cited by runs "
+        "are the m_<dedup key> ids of stored methodologies.",
+        reason="outcomes are attributed to unknown methodologies",
+    )
+    report.flag_rows(
+        "high",
+        "unknown_run",
+        missing("run_ok", "run_id"),
+        "run_id",
+        "case(s)/hint(s) name an institution run that does not exist",
+        action="Check the institution_runs landing file and raw_rejects for the missing runs.",
+        reason="outcomes are attributed to runs that are not in raw.institution_runs",
+    )
+    report.flag_rows(
+        "high",
+        "injected_while_quarantined",
+        hs.filter(~pl.col("injectable_ok")),
+        "injection_id",
+        "hint(s) injected a methodology that was not injectable",
+        action="Audit the agent's injection path: only graduated methodologies may be injected.",
+        reason="quarantined methodologies reached a prompt",
+    )
+    return report.result()
 
 
 def coverage_health(methodologies: Rows, cases: Rows, window: AuditWindow) -> DimensionResult:
@@ -261,25 +255,26 @@ def coverage_health(methodologies: Rows, cases: Rows, window: AuditWindow) -> Di
     )
     idle = ms.join(used, on="methodology_id", how="anti")
     score = 100.0 * (ms.height - idle.height) / ms.height
-    report = DimensionReport(name)
-    report.low_score(
-        score, f"{idle.height} of {ms.height} methodologies had no outcome in the window", idle=idle.height
+    report = DimensionReport.scored(
+        name,
+        score,
+        f"{idle.height} of {ms.height} methodologies had no outcome in the window",
+        idle=idle.height,
     )
-    idle_graduated = idle.filter(pl.col("quarantine").fill_null(1) == 0)
-    if idle_graduated.height:
-        report.flag(
-            "medium",
-            "idle_graduated",
-            f"{idle_graduated.height} graduated methodolog(ies) recorded no outcome",
-            {"methodology_ids": sample_ids(idle_graduated, "methodology_id")},
-        )
     if idle.height:
         report.advise(
             "Check that scheduled institution runs cite methodologies and that the "
             "reflection ladder scores them once each window elapses.",
             f"{idle.height} methodolog(ies) without outcomes in the window",
         )
-    return report.result(score)
+    report.flag_rows(
+        "medium",
+        "idle_graduated",
+        idle.filter(pl.col("quarantine").fill_null(1) == 0),
+        "methodology_id",
+        "graduated methodolog(ies) recorded no outcome",
+    )
+    return report.result()
 
 
 def quarantine_churn(events: Rows, window: AuditWindow) -> DimensionResult:
@@ -298,22 +293,22 @@ def quarantine_churn(events: Rows, window: AuditWindow) -> DimensionResult:
         return insufficient(name, "no graduation or demotion in the window", moved=0)
     flapping = moves.filter(pl.col("graduated") & pl.col("demoted"))
     score = 100.0 * (1 - flapping.height / moves.height)
-    report = DimensionReport(name)
-    report.low_score(
+    report = DimensionReport.scored(
+        name,
         score,
         f"{flapping.height} of {moves.height} methodologies both graduated and were demoted",
         flapping=flapping.height,
     )
-    if flapping.height:
-        report.flag(
-            "medium" if score < 80 else "low",
-            "flapping",
-            f"{flapping.height} methodolog(ies) flapped between graduated and quarantined",
-            {"methodology_ids": sample_ids(flapping, "methodology_id")},
-            action="Consider a higher METHODOLOGY_MIN_USES so graduation waits for a steadier Wilson bound.",
-            reason="methodologies flap around the threshold",
-        )
-    return report.result(score)
+    report.flag_rows(
+        "medium" if score < 80 else "low",
+        "flapping",
+        flapping,
+        "methodology_id",
+        "methodolog(ies) flapped between graduated and quarantined",
+        action="Consider a higher METHODOLOGY_MIN_USES so graduation waits for a steadier Wilson bound.",
+        reason="methodologies flap around the threshold",
+    )
+    return report.result()
 
 
 def cron_health(
@@ -338,8 +333,9 @@ def cron_health(
     ok = in_window.filter(pl.col("status") == "ok").height
     failed = in_window.height - ok
     score = 100.0 * min(1.0, ok / expected)
-    report = DimensionReport(name)
-    report.low_score(score, f"{ok} ok heartbeat(s) for {expected} expected", ok=ok, expected=expected)
+    report = DimensionReport.scored(
+        name, score, f"{ok} ok heartbeat(s) for {expected} expected", ok=ok, expected=expected
+    )
     if failed:
         report.flag(
             "high" if failed >= ok else "medium",
@@ -359,4 +355,4 @@ def cron_health(
             action="Check that the learning schedule and the Dagster daemon are running.",
             reason="the learning loop has gone quiet",
         )
-    return report.result(score)
+    return report.result()

@@ -81,17 +81,22 @@ def insufficient(name: str, message: str, **detail: Any) -> DimensionResult:
 
 @dataclass
 class DimensionReport:
-    """One dimension's findings and advisories, collected in order while it scores."""
+    """One dimension's score, findings and advisories, collected in order while it scores."""
 
     name: str
+    score: float
     findings: list[Finding] = field(default_factory=list)
     advisories: list[Advisory] = field(default_factory=list)
 
-    def low_score(self, score: float, message: str, **detail: Any) -> None:
-        """The ``low_score`` finding of a score below 80 (nothing from 80 up)."""
+    @classmethod
+    def scored(cls, name: str, score: float, message: str, **detail: Any) -> DimensionReport:
+        """The report of a dimension scored ``score``, opened with the ``low_score`` finding when
+        the score is below 80 (nothing from 80 up)."""
+        report = cls(name, score)
         severity = severity_for(score)
         if severity is not None:
-            self.flag(severity, "low_score", message, {"score": round(score, 2), **detail})
+            report.flag(severity, "low_score", message, {"score": round(score, 2), **detail})
+        return report
 
     def flag(
         self,
@@ -108,8 +113,25 @@ class DimensionReport:
         if action is not None:
             self.advise(action, reason)
 
+    def flag_rows(
+        self,
+        severity: Severity,
+        code: str,
+        rows: pl.DataFrame,
+        column: str,
+        message: str,
+        *,
+        action: str | None = None,
+        reason: str = "",
+    ) -> None:
+        """A finding about ``rows``, unless there are none: "<count> <message>", with a sample of
+        their ``column`` ids as the detail ``<column>s``."""
+        if rows.height:
+            detail = {f"{column}s": sample_ids(rows, column)}
+            self.flag(severity, code, f"{rows.height} {message}", detail, action=action, reason=reason)
+
     def advise(self, action: str, reason: str) -> None:
         self.advisories.append(Advisory(self.name, action, reason))
 
-    def result(self, score: float | None) -> DimensionResult:
-        return DimensionResult(self.name, score, tuple(self.findings), tuple(self.advisories))
+    def result(self) -> DimensionResult:
+        return DimensionResult(self.name, self.score, tuple(self.findings), tuple(self.advisories))

@@ -1,15 +1,22 @@
 """Invariants of methodology_audit_reports (SPEC section 9)."""
 
 import json
+from collections.abc import Callable
 
 import pandera.polars as pa
 import polars as pl
 
 from tradingmem_assets.defs.audit.scoring import DIMENSIONS, TIERS
+from tradingmem_assets.lib.validation import named_checks, rule
 
 UNSCORED_TIERS = ("disabled", "insufficient_data")
 
 
+# the report's rules over whole rows, by the check name a failure reports
+REPORT_RULES: dict[str, Callable] = {}
+
+
+@rule(REPORT_RULES, "tier_matches_composite")
 def _tier_matches_composite(data: pa.PolarsData) -> pl.LazyFrame:
     """A scored tier is the tier of its composite; a null composite goes with an unscored tier."""
     composite = pl.col("composite")
@@ -30,6 +37,7 @@ def _tier_matches_composite(data: pa.PolarsData) -> pl.LazyFrame:
     )
 
 
+@rule(REPORT_RULES, "isolation_ok_iff_hashes_equal")
 def _isolation_ok_iff_hashes_equal(data: pa.PolarsData) -> pl.LazyFrame:
     return data.lazyframe.select(
         (
@@ -46,6 +54,7 @@ def _weights_ok(text: str | None, composite_is_null: bool) -> bool:
     return set(weights) <= set(DIMENSIONS) and abs(sum(weights.values()) - 1.0) < 1e-9
 
 
+@rule(REPORT_RULES, "weights_renormalized_over_scored_dimensions")
 def _weights_renormalized(data: pa.PolarsData) -> pl.LazyFrame:
     """Stored weights cover only scored dimensions and sum to 1 (none when nothing was scored)."""
     # The report table holds one row per pass (hundreds, not millions): a row-wise JSON check is fine.
@@ -59,6 +68,7 @@ def _weights_renormalized(data: pa.PolarsData) -> pl.LazyFrame:
     )
 
 
+@rule(REPORT_RULES, "json_columns_parse")
 def _json_valid(data: pa.PolarsData) -> pl.LazyFrame:
     cols = ["dimension_scores", "dimension_weights_used", "findings", "advisory_actions"]
 
@@ -89,10 +99,5 @@ METHODOLOGY_AUDIT_REPORTS_INVARIANTS = pa.DataFrameSchema(
         "isolation_ok": pa.Column(pl.Boolean),
     },
     name="methodology_audit_reports",
-    checks=[
-        pa.Check(_tier_matches_composite, name="tier_matches_composite"),
-        pa.Check(_isolation_ok_iff_hashes_equal, name="isolation_ok_iff_hashes_equal"),
-        pa.Check(_weights_renormalized, name="weights_renormalized_over_scored_dimensions"),
-        pa.Check(_json_valid, name="json_columns_parse"),
-    ],
+    checks=named_checks(REPORT_RULES),
 )

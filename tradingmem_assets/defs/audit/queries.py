@@ -9,17 +9,8 @@ the scoring functions filter by the window again, so the narrowing never changes
 import duckdb
 import polars as pl
 
-from tradingmem_assets.defs.audit.inputs import (
-    CASE_COLUMNS,
-    EVENT_COLUMNS,
-    HEARTBEAT_COLUMNS,
-    HINT_COLUMNS,
-    METHODOLOGY_COLUMNS,
-    RUN_ID_COLUMNS,
-    AuditInputError,
-    AuditInputs,
-    AuditWindow,
-)
+from tradingmem_assets.defs.audit import inputs
+from tradingmem_assets.defs.audit.inputs import AuditInputError, AuditInputs, AuditWindow
 from tradingmem_assets.lib import tables
 from tradingmem_assets.lib.warehouse import read_frame, table_exists
 
@@ -48,7 +39,7 @@ def read_heartbeats(con: duckdb.DuckDBPyConnection, until) -> pl.DataFrame:
     so a warehouse built under ``TRADINGMEM_AS_OF`` is scored like a live one. Heartbeats written
     before ``as_of`` was recorded fall back to their wall-clock ``ts``."""
     if not table_exists(con, HEARTBEATS):
-        return pl.DataFrame(schema=HEARTBEAT_COLUMNS)
+        return pl.DataFrame(schema=inputs.HEARTBEAT_COLUMNS)
     time = "coalesce(as_of, ts)" if "as_of" in _columns(con, HEARTBEATS) else "ts"
     return read_frame(
         con, f"SELECT status, {time} AS ts FROM {HEARTBEATS} WHERE {time} <= ? ORDER BY ts", [until]
@@ -68,10 +59,12 @@ def read_audit_inputs(con: duckdb.DuckDBPyConnection, window: AuditWindow) -> Au
     """Every row a pass needs, as Polars frames (missing tables read as empty frames)."""
     span = [window.start, window.end]
     # Learning tables first, so a missing column is reported against its own table.
-    methodologies = _select(con, METHODOLOGIES, METHODOLOGY_COLUMNS)
-    events = _select(con, EVENTS, EVENT_COLUMNS, "WHERE ts BETWEEN ? AND ? OR event = 'graduated'", span)
-    cases = _select(con, CASES, CASE_COLUMNS, "WHERE recorded_at BETWEEN ? AND ?", span)
-    hints = _select(con, HINTS, HINT_COLUMNS, "WHERE injected_at BETWEEN ? AND ?", span)
+    methodologies = _select(con, METHODOLOGIES, inputs.METHODOLOGY_COLUMNS)
+    events = _select(
+        con, EVENTS, inputs.EVENT_COLUMNS, "WHERE ts BETWEEN ? AND ? OR event = 'graduated'", span
+    )
+    cases = _select(con, CASES, inputs.CASE_COLUMNS, "WHERE recorded_at BETWEEN ? AND ?", span)
+    hints = _select(con, HINTS, inputs.HINT_COLUMNS, "WHERE injected_at BETWEEN ? AND ?", span)
     heartbeats = read_heartbeats(con, window.end)
     cases_in_window = f"SELECT run_id FROM {CASES} WHERE recorded_at BETWEEN ? AND ?"
     hints_in_window = f"SELECT run_id FROM {HINTS} WHERE injected_at BETWEEN ? AND ?"
@@ -80,12 +73,12 @@ def read_audit_inputs(con: duckdb.DuckDBPyConnection, window: AuditWindow) -> Au
         known_runs = _select(
             con,
             INSTITUTION_RUNS,
-            RUN_ID_COLUMNS,
+            inputs.RUN_ID_COLUMNS,
             f"WHERE run_id IN ({' UNION ALL '.join(cited)})",
             span * len(cited),
         ).unique()
     else:
-        known_runs = pl.DataFrame(schema=RUN_ID_COLUMNS)
+        known_runs = pl.DataFrame(schema=inputs.RUN_ID_COLUMNS)
     return AuditInputs(
         methodologies=methodologies,
         lifecycle_events=events,

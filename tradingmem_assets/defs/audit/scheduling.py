@@ -120,33 +120,23 @@ def decide(
     from its run record on a later tick) says it yielded to learning, that counts as a deferral.
     """
     state, yielded = settle_pending(state, last_pass_outcome, last_pass_yielded_to, max_deferrals)
-    decision = _decide(
-        now,
-        state,
-        enabled=enabled,
-        learning_in_flight=learning_in_flight,
-        audit_in_flight=audit_in_flight,
-        last_learning_end=last_learning_end,
-        min_idle_s=min_idle_s,
-        max_deferrals=max_deferrals,
-    )
+    tick = replace(state, last_tick=now.isoformat())
+    decision = _skip(tick, enabled, learning_in_flight, audit_in_flight, max_deferrals)
+    if decision is None:
+        decision = _launch(now, tick, last_learning_end, min_idle_s, max_deferrals)
     if yielded:
         decision = replace(decision, reason=f"{yielded}; {decision.reason}")
     return decision
 
 
-def _decide(
-    now: datetime,
-    state: SchedulerState,
-    *,
+def _skip(
+    tick: SchedulerState,
     enabled: bool,
     learning_in_flight: list[str],
     audit_in_flight: bool,
-    last_learning_end: datetime | None,
-    min_idle_s: float,
     max_deferrals: int,
-) -> SchedulerDecision:
-    tick = replace(state, last_tick=now.isoformat())
+) -> SchedulerDecision | None:
+    """Why no pass may start at this tick at all, or None."""
     if not enabled:
         return SchedulerDecision(
             "disabled", "the methodology audit is switched off (METHODOLOGY_AUDIT_ENABLED=0)", tick
@@ -159,28 +149,39 @@ def _decide(
         return SchedulerDecision(
             "skip_learning_busy",
             f"learning is busy ({', '.join(learning_in_flight)}); the audit never runs beside a "
-            f"learning run (deferrals so far: {state.deferrals}/{max_deferrals})",
+            f"learning run (deferrals so far: {tick.deferrals}/{max_deferrals})",
             tick,
         )
+    return None
+
+
+def _launch(
+    now: datetime,
+    tick: SchedulerState,
+    last_learning_end: datetime | None,
+    min_idle_s: float,
+    max_deferrals: int,
+) -> SchedulerDecision:
+    """Learning is idle: run the pass, defer it while learning is too recent, or force it."""
     run_key = run_key_for(now)
     launched = replace(
         tick,
         deferrals=0,
         last_pass=now.isoformat(),
         pending_run_key=run_key,
-        pending_deferrals=state.deferrals,
+        pending_deferrals=tick.deferrals,
     )
     idle_s = None if last_learning_end is None else (now - last_learning_end).total_seconds()
     if idle_s is not None and idle_s < min_idle_s:
-        if state.deferrals >= max_deferrals:
+        if tick.deferrals >= max_deferrals:
             return SchedulerDecision(
                 "force",
-                f"forcing the audit after {state.deferrals} consecutive deferrals (starvation guard); "
+                f"forcing the audit after {tick.deferrals} consecutive deferrals (starvation guard); "
                 f"learning has been idle for {idle_s:.0f}s of the {min_idle_s:.0f}s wanted",
                 launched,
                 run_key,
             )
-        deferred = replace(tick, deferrals=state.deferrals + 1)
+        deferred = replace(tick, deferrals=tick.deferrals + 1)
         return SchedulerDecision(
             "defer",
             f"deferred ({deferred.deferrals}/{max_deferrals}): learning finished {idle_s:.0f}s ago, "

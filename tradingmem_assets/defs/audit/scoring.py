@@ -26,10 +26,12 @@ from tradingmem_assets.defs.audit.dimensions import (
     synthesis_quality,
 )
 from tradingmem_assets.defs.audit.findings import SEVERITIES, DimensionResult, Finding
-from tradingmem_assets.defs.audit.inputs import UTC_TS, AuditInputs, AuditWindow
 
 # AuditInputError is part of the scoring API: every dimension raises it for a table missing a column.
 from tradingmem_assets.defs.audit.inputs import AuditInputError as AuditInputError
+from tradingmem_assets.defs.audit.inputs import AuditInputs, AuditWindow
+from tradingmem_assets.lib import tables
+from tradingmem_assets.lib.columns import table_dtypes
 
 DIMENSIONS: tuple[str, ...] = (
     "synthesis_quality",
@@ -175,22 +177,7 @@ def report_row(
     }
 
 
-METHODOLOGY_AUDIT_REPORTS_DTYPES = pl.Schema(
-    {
-        "pass_id": pl.String(),
-        "ran_at": UTC_TS,
-        "window_days": pl.Int64(),
-        "composite": pl.Float64(),
-        "tier": pl.String(),
-        "dimension_scores": pl.String(),
-        "dimension_weights_used": pl.String(),
-        "findings": pl.String(),
-        "advisory_actions": pl.String(),
-        "learning_tables_sha256_before": pl.String(),
-        "learning_tables_sha256_after": pl.String(),
-        "isolation_ok": pl.Boolean(),
-    }
-)
+METHODOLOGY_AUDIT_REPORTS_DTYPES = table_dtypes(tables.METHODOLOGY_AUDIT_REPORTS)
 
 
 def report_frame(rows: Sequence[Mapping[str, Any]]) -> pl.DataFrame:

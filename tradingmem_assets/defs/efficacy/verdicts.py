@@ -15,7 +15,8 @@ from __future__ import annotations
 
 import polars as pl
 
-from tradingmem_assets.lib.dtypes import UTC_TS
+from tradingmem_assets.lib import tables
+from tradingmem_assets.lib.columns import table_dtypes
 from tradingmem_assets.lib.wilson import Z_95, wilson_interval, wilson_intervals
 
 MIN_OUTCOMES = 10
@@ -23,28 +24,7 @@ HELPS, HURTS, NO_EVIDENCE, INSUFFICIENT_DATA = "helps", "hurts", "no_evidence", 
 VERDICTS = (HELPS, HURTS, NO_EVIDENCE, INSUFFICIENT_DATA)
 SUBJECT_KINDS = ("lesson", "methodology", "injection")
 
-MEMORY_EFFICACY_DTYPES = pl.Schema(
-    {
-        "subject_kind": pl.String(),
-        "subject_id": pl.String(),
-        "role_id": pl.String(),
-        "scope": pl.String(),
-        "before_n": pl.Int64(),
-        "before_wins": pl.Int64(),
-        "before_win_rate": pl.Float64(),
-        "before_low": pl.Float64(),
-        "before_high": pl.Float64(),
-        "after_n": pl.Int64(),
-        "after_wins": pl.Int64(),
-        "after_win_rate": pl.Float64(),
-        "after_low": pl.Float64(),
-        "after_high": pl.Float64(),
-        "mean_excess_before": pl.Float64(),
-        "mean_excess_after": pl.Float64(),
-        "verdict": pl.String(),
-        "as_of": UTC_TS,
-    }
-)
+MEMORY_EFFICACY_DTYPES = table_dtypes(tables.MEMORY_EFFICACY)
 COUNT_COLUMNS = (
     "subject_kind",
     "subject_id",
@@ -58,26 +38,6 @@ COUNT_COLUMNS = (
     "mean_excess_after",
     "as_of",
 )
-COLUMN_DESCRIPTIONS = {
-    "subject_kind": "lesson (a role's lessons of one class), methodology (graduation) or injection.",
-    "subject_id": "The lesson class (logic_error / missing_data) or the methodology_id.",
-    "role_id": "The role whose decisions are compared (lesson subjects; null otherwise).",
-    "scope": "role, symbol:<SYMBOL>, methodology or asset_class:<CLASS>: which outcomes are compared.",
-    "before_n": "Settled outcomes before the subject was learned (see docs/efficacy.md per kind).",
-    "before_wins": "Wins among them (lessons: outcome win; methodologies and injections: correct).",
-    "before_win_rate": "before_wins / before_n (null without outcomes).",
-    "before_low": "Wilson 95 % interval (z = 1.96) of the before win rate: low end (0 without outcomes).",
-    "before_high": "Wilson 95 % interval of the before win rate: high end (1 without outcomes).",
-    "after_n": "Settled outcomes at or after the instant the subject was learned.",
-    "after_wins": "Wins among them.",
-    "after_win_rate": "after_wins / after_n (null without outcomes).",
-    "after_low": "Wilson 95 % interval of the after win rate: low end.",
-    "after_high": "Wilson 95 % interval of the after win rate: high end.",
-    "mean_excess_before": "Mean excess return of the before decisions (lessons only; null otherwise).",
-    "mean_excess_after": "Mean excess return of the after decisions (lessons only; null otherwise).",
-    "verdict": "helps / hurts / no_evidence / insufficient_data (fewer than 10 outcomes on a side).",
-    "as_of": "The instant the table describes: only rows known at or before it count.",
-}
 
 
 def verdict(before_n: int, before_wins: int, after_n: int, after_wins: int, z: float = Z_95) -> str:

@@ -15,10 +15,12 @@ from tradingmem_assets.defs.operations.ledger import learning_bound
 from tradingmem_assets.defs.resources import WarehouseResource
 from tradingmem_assets.lib import tables
 from tradingmem_assets.lib.dagster_kit import (
+    DUCKDB_ONLY,
+    blocking_check,
     check_result,
-    declared_metadata,
     refuse_write,
     table_metadata,
+    table_spec,
 )
 from tradingmem_assets.lib.tables import raw_key
 from tradingmem_assets.lib.warehouse import scalar, transaction
@@ -28,52 +30,44 @@ RUNS_INVARIANTS_CHECK = "evaluation_runs_invariants"
 EVALUATION_INPUTS = [
     raw_key(t)
     for t in (
-        "trading_decisions",
-        "trade_previews",
-        "preview_consumptions",
-        "trade_executions",
+        *tables.EXECUTION_CHAIN,
         "trade_fills",
         "price_bars",
         "benchmark_profiles",
         "evaluation_promotions",
     )
 ]
-
-
-@dg.multi_asset(
-    group_name=tables.EVALUATION_GROUP,
-    specs=[
-        dg.AssetSpec(
-            "evaluation_runs",
-            metadata=declared_metadata("evaluation_runs"),
-            deps=EVALUATION_INPUTS,
-            kinds={"duckdb", "polars"},
-            description="Append-only, versioned evaluation of every executed decision against every profile.",
-        ),
-        dg.AssetSpec(
-            "evaluation_primaries",
-            metadata=declared_metadata("evaluation_primaries"),
-            deps=["evaluation_runs"],
-            kinds={"duckdb"},
-            description="Every interval during which a run was its decision's primary run (reads as of a past instant).",
-        ),
-        dg.AssetSpec(
-            "evaluation_components",
-            metadata=declared_metadata("evaluation_components"),
-            deps=["evaluation_runs"],
-            kinds={"duckdb"},
-            description="The measured components of each evaluation run, with quality flags.",
-        ),
-    ],
-    check_specs=[
-        dg.AssetCheckSpec(
-            RUNS_INVARIANTS_CHECK,
-            asset="evaluation_runs",
-            blocking=True,
-            description="Unique run keys, known statuses, at most one primary run per decision.",
-        )
-    ],
+# what the assets of this module write, and the checks they evaluate as they write (tuples: the
+# defs loader would take a module-level list of AssetSpec for assets of their own)
+EVALUATION_SPECS = (
+    table_spec(
+        "evaluation_runs",
+        "Append-only, versioned evaluation of every executed decision against every profile.",
+        deps=EVALUATION_INPUTS,
+    ),
+    table_spec(
+        "evaluation_primaries",
+        "Every interval during which a run was its decision's primary run (reads as of a past instant).",
+        deps=["evaluation_runs"],
+        kinds=DUCKDB_ONLY,
+    ),
+    table_spec(
+        "evaluation_components",
+        "The measured components of each evaluation run, with quality flags.",
+        deps=["evaluation_runs"],
+        kinds=DUCKDB_ONLY,
+    ),
 )
+RUNS_CHECK_SPECS = (
+    blocking_check(
+        RUNS_INVARIANTS_CHECK,
+        "evaluation_runs",
+        "Unique run keys, known statuses, at most one primary run per decision.",
+    ),
+)
+
+
+@dg.multi_asset(group_name=tables.EVALUATION_GROUP, specs=EVALUATION_SPECS, check_specs=RUNS_CHECK_SPECS)
 def evaluation(context: dg.AssetExecutionContext, warehouse: WarehouseResource):
     as_of = warehouse.as_of_ts
     roles = pl.DataFrame(warehouse.registry().rows()).select("role_id", "primary_profile")

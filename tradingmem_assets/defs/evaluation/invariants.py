@@ -1,10 +1,19 @@
 """Invariants of evaluation runs (SPEC section 4)."""
 
+from collections.abc import Callable
+
 import duckdb
 import pandera.polars as pa
 import polars as pl
 
-from tradingmem_assets.lib.validation import Validation, bucket_frames, unique_across_buckets, validate_frames
+from tradingmem_assets.lib.validation import (
+    Validation,
+    bucket_frames,
+    named_checks,
+    rule,
+    unique_across_buckets,
+    validate_frames,
+)
 from tradingmem_assets.lib.vocabulary import EVALUATION_STATUSES
 
 # Every column but the 64-hex inputs_hash (sha256 output by construction) is validated by Pandera.
@@ -15,23 +24,30 @@ VALIDATED_COLUMNS = (
 # rows of one validation bucket: at SF 10 the 5.8 million runs are validated in six buckets
 BUCKET_ROWS = 1_000_000
 
+# the runs' rules over whole rows, by the check name a failure reports
+EVALUATION_RUNS_RULES: dict[str, Callable] = {}
 
+
+@rule(EVALUATION_RUNS_RULES, "at_most_one_primary_per_decision")
 def _one_primary_per_decision(data: pa.PolarsData) -> pl.LazyFrame:
     return data.lazyframe.select(
         (pl.col("is_primary").cast(pl.Int64).sum().over("decision_id") <= 1).alias("ok")
     )
 
 
+@rule(EVALUATION_RUNS_RULES, "primary_run_has_promoted_at")
 def _primary_has_promotion_time(data: pa.PolarsData) -> pl.LazyFrame:
     return data.lazyframe.select((~pl.col("is_primary") | pl.col("promoted_at").is_not_null()).alias("ok"))
 
 
+@rule(EVALUATION_RUNS_RULES, "version_0_is_the_open_window")
 def _version_zero_is_the_open_window(data: pa.PolarsData) -> pl.LazyFrame:
     return data.lazyframe.select(
         ((pl.col("run_version") == 0) == (pl.col("status") == "pending")).alias("ok")
     )
 
 
+@rule(EVALUATION_RUNS_RULES, "known_at_once_settled")
 def _known_once_settled(data: pa.PolarsData) -> pl.LazyFrame:
     return data.lazyframe.select(
         (pl.col("known_at").is_null() == (pl.col("status") == "pending")).alias("ok")
@@ -53,12 +69,7 @@ EVALUATION_RUNS_INVARIANTS = pa.DataFrameSchema(
     },
     name="evaluation_runs",
     unique=["decision_id", "profile_id", "run_version"],
-    checks=[
-        pa.Check(_one_primary_per_decision, name="at_most_one_primary_per_decision"),
-        pa.Check(_primary_has_promotion_time, name="primary_run_has_promoted_at"),
-        pa.Check(_version_zero_is_the_open_window, name="version_0_is_the_open_window"),
-        pa.Check(_known_once_settled, name="known_at_once_settled"),
-    ],
+    checks=named_checks(EVALUATION_RUNS_RULES),
 )
 
 

@@ -43,6 +43,7 @@ import polars as pl
 
 from tradingmem_assets.defs.evaluation.versions import ALL_RUNS_SQL, FRESH_SQL, FRESH_VIEW_SQL, PRIMARIES_SQL
 from tradingmem_assets.lib import tables
+from tradingmem_assets.lib.columns import table_dtypes
 from tradingmem_assets.lib.warehouse import run_script, table_exists
 
 COMPONENTS = (
@@ -56,37 +57,9 @@ COMPONENTS = (
     "missing_bars",
 )
 
-EVALUATION_RUNS_DTYPES = pl.Schema(
-    {
-        "run_id": pl.String(),
-        "decision_id": pl.String(),
-        "execution_id": pl.String(),
-        "profile_id": pl.String(),
-        "run_version": pl.Int64(),
-        "inputs_hash": pl.String(),
-        "status": pl.String(),
-        "is_primary": pl.Boolean(),
-        "promoted_at": pl.Datetime("us", "UTC"),
-        "created_at": pl.Datetime("us", "UTC"),
-        "known_at": pl.Datetime("us", "UTC"),
-    }
-)
-EVALUATION_PRIMARIES_DTYPES = pl.Schema(
-    {
-        "decision_id": pl.String(),
-        "run_id": pl.String(),
-        "primary_from": pl.Datetime("us", "UTC"),
-        "primary_until": pl.Datetime("us", "UTC"),
-    }
-)
-EVALUATION_COMPONENTS_DTYPES = pl.Schema(
-    {
-        "run_id": pl.String(),
-        "component": pl.String(),
-        "value": pl.Float64(),
-        "quality_flag": pl.String(),
-    }
-)
+EVALUATION_RUNS_DTYPES = table_dtypes(tables.EVALUATION_RUNS)
+EVALUATION_PRIMARIES_DTYPES = table_dtypes(tables.EVALUATION_PRIMARIES)
+EVALUATION_COMPONENTS_DTYPES = table_dtypes(tables.EVALUATION_COMPONENTS)
 
 
 class EvaluationConfigError(ValueError):

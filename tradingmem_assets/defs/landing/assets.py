@@ -10,7 +10,12 @@ from tradingmem_assets.defs.landing.ingest import LandingFileError, ingest_chunk
 from tradingmem_assets.defs.landing.invariants import LANDING_TABLES, RAW_REJECTS_DTYPES, LandingTable
 from tradingmem_assets.defs.resources import WarehouseResource
 from tradingmem_assets.lib import tables
-from tradingmem_assets.lib.dagster_kit import declared_metadata, feed_freshness, table_metadata
+from tradingmem_assets.lib.dagster_kit import (
+    blocking_check,
+    feed_freshness,
+    table_metadata,
+    table_spec,
+)
 from tradingmem_assets.lib.tables import raw_key
 from tradingmem_assets.lib.warehouse import append_rows, ensure_table, replace_table, scalar, transaction
 
@@ -25,23 +30,20 @@ def _landing_asset(spec: LandingTable) -> dg.AssetsDefinition:
     @dg.multi_asset(
         name=f"raw__{spec.name}",
         specs=[
-            dg.AssetSpec(
+            table_spec(
                 key,
-                metadata=declared_metadata(key.to_user_string()),
+                f"{spec.description} Validated rows of landing file {spec.name}.parquet|csv.",
                 group_name=tables.LANDING_GROUP,
-                kinds={"duckdb", "polars"},
-                description=f"{spec.description} Validated rows of landing file {spec.name}.parquet|csv.",
                 freshness_policy=feed_freshness(),
                 skippable=True,
             )
         ],
         can_subset=True,
         check_specs=[
-            dg.AssetCheckSpec(
+            blocking_check(
                 ROWS_CONSERVED_CHECK,
-                asset=key,
-                blocking=True,
-                description="Every landing row was either accepted into raw or written to raw_rejects.",
+                key,
+                "Every landing row was either accepted into raw or written to raw_rejects.",
             )
         ],
     )

@@ -24,11 +24,13 @@ from tradingmem_assets.defs.learning.tiers import load_tool_tiers
 from tradingmem_assets.defs.resources import WarehouseResource
 from tradingmem_assets.lib import tables
 from tradingmem_assets.lib.dagster_kit import (
+    blocking_check,
     check_result,
-    declared_metadata,
     feed_freshness,
+    markdown_counts,
     table_asset,
     table_metadata,
+    table_spec,
 )
 from tradingmem_assets.lib.tables import raw_key
 from tradingmem_assets.lib.validation import validate
@@ -45,16 +47,63 @@ from tradingmem_assets.settings import SETTINGS
 # Validated when the code location loads: a broken tools.yaml stops the load with its message.
 TOOL_TIERS = load_tool_tiers(SETTINGS.tools_file)
 
-ASSET_KINDS = {"duckdb", "polars"}
-
 LEARNINGS_INVARIANTS_CHECK = "learnings_invariants"
 METHODOLOGIES_INVARIANTS_CHECK = "methodologies_invariants"
 METHODOLOGY_CASES_INVARIANTS_CHECK = "methodology_cases_invariants"
 LIFECYCLE_EVENTS_INVARIANTS_CHECK = "methodology_lifecycle_events_invariants"
-
-
-def _md_counts(pairs: list[tuple]) -> dg.MetadataValue:
-    return dg.MetadataValue.md("\n".join(f"- `{k}`: {n}" for k, n in pairs) or "(none)")
+# what the assets of this module write, and the checks they evaluate as they write (tuples: the
+# defs loader would take a module-level list of AssetSpec for assets of their own)
+LEARNINGS_SPECS = (
+    table_spec(
+        "learnings",
+        "Reusable tool sequences reviewed from agent turns, deduplicated, with feedback.",
+        deps=[raw_key("agent_turns"), raw_key("learning_feedback")],
+    ),
+    table_spec(
+        "learning_reviews",
+        "One review per agent turn: skipped, rejected, below threshold, created or merged.",
+        deps=[raw_key("agent_turns")],
+    ),
+)
+LEARNINGS_CHECK_SPECS = (
+    blocking_check(
+        LEARNINGS_INVARIANTS_CHECK,
+        "learnings",
+        "No secret in any stored learning; ids, counters, weight and tiers are consistent.",
+    ),
+)
+METHODOLOGY_INPUTS = [
+    raw_key(t)
+    for t in ("institution_runs", "institution_role_outputs", "methodology_injections", "price_bars")
+]
+_DESCRIPTIONS = {
+    "institution_output_rejects": "Institution role outputs that failed their declared schema, with reasons.",
+    "institution_reflections": "Every institution run scored at each elapsed ladder window (1/7/30 days).",
+    "methodologies": "Deduplicated methodologies, quarantined until Wilson-bounded evidence graduates them.",
+    "methodology_lifecycle_events": "created / merged / rejected_* / outcome_recorded / graduated / demoted.",
+    "methodology_cases": "One outcome per (scheduled run, window, cited methodology).",
+    "methodology_case_hints": "Methodology injections into runs, with injectability at injection time.",
+}
+LADDER_SPECS = tuple(
+    table_spec(key, _DESCRIPTIONS[key], deps=METHODOLOGY_INPUTS) for key in tables.METHODOLOGY_ASSETS
+)
+LADDER_CHECK_SPECS = (
+    blocking_check(
+        METHODOLOGIES_INVARIANTS_CHECK,
+        "methodologies",
+        "No injected text stored; graduated only with confidence >= threshold and min uses.",
+    ),
+    blocking_check(
+        METHODOLOGY_CASES_INVARIANTS_CHECK,
+        "methodology_cases",
+        "Only scheduled runs feed methodologies; one case per (run, window, methodology).",
+    ),
+    blocking_check(
+        LIFECYCLE_EVENTS_INVARIANTS_CHECK,
+        "methodology_lifecycle_events",
+        "Unique event ids and events from the spec's vocabulary.",
+    ),
+)
 
 
 def _failure(what: str, validations: list) -> dg.Failure:
@@ -69,33 +118,7 @@ def _failure(what: str, validations: list) -> dg.Failure:
 # --------------------------------------------------------------------------------------- learnings
 
 
-@dg.multi_asset(
-    group_name=tables.LEARNING_GROUP,
-    specs=[
-        dg.AssetSpec(
-            "learnings",
-            metadata=declared_metadata("learnings"),
-            deps=[raw_key("agent_turns"), raw_key("learning_feedback")],
-            kinds=ASSET_KINDS,
-            description="Reusable tool sequences reviewed from agent turns, deduplicated, with feedback.",
-        ),
-        dg.AssetSpec(
-            "learning_reviews",
-            metadata=declared_metadata("learning_reviews"),
-            deps=[raw_key("agent_turns")],
-            kinds=ASSET_KINDS,
-            description="One review per agent turn: skipped, rejected, below threshold, created or merged.",
-        ),
-    ],
-    check_specs=[
-        dg.AssetCheckSpec(
-            LEARNINGS_INVARIANTS_CHECK,
-            asset="learnings",
-            blocking=True,
-            description="No secret in any stored learning; ids, counters, weight and tiers are consistent.",
-        )
-    ],
-)
+@dg.multi_asset(group_name=tables.LEARNING_GROUP, specs=LEARNINGS_SPECS, check_specs=LEARNINGS_CHECK_SPECS)
 def learnings(context: dg.AssetExecutionContext, warehouse: WarehouseResource):
     as_of = warehouse.as_of_ts
     with warehouse.connect() as con:
@@ -148,7 +171,7 @@ def learnings(context: dg.AssetExecutionContext, warehouse: WarehouseResource):
             "score_threshold": SETTINGS.learning_score_threshold,
             "min_calls": SETTINGS.learning_min_calls,
             "tombstoned": deletions.height,
-            "feedback": _md_counts(sorted(feedback_counts.items())),
+            "feedback": markdown_counts(sorted(feedback_counts.items())),
             "feedback_without_learning": orphans.height,
             "feedback_without_learning_ids": dg.MetadataValue.md(
                 "\n".join(
@@ -162,59 +185,17 @@ def learnings(context: dg.AssetExecutionContext, warehouse: WarehouseResource):
     )
     yield dg.MaterializeResult(
         asset_key="learning_reviews",
-        metadata={**table_metadata(tables.LEARNING_REVIEWS, build.reviews), "outcomes": _md_counts(outcomes)},
+        metadata={
+            **table_metadata(tables.LEARNING_REVIEWS, build.reviews),
+            "outcomes": markdown_counts(outcomes),
+        },
     )
 
 
 # --------------------------------------------------------------------------------------- methodologies
 
-METHODOLOGY_INPUTS = [
-    raw_key(t)
-    for t in ("institution_runs", "institution_role_outputs", "methodology_injections", "price_bars")
-]
-_DESCRIPTIONS = {
-    "institution_output_rejects": "Institution role outputs that failed their declared schema, with reasons.",
-    "institution_reflections": "Every institution run scored at each elapsed ladder window (1/7/30 days).",
-    "methodologies": "Deduplicated methodologies, quarantined until Wilson-bounded evidence graduates them.",
-    "methodology_lifecycle_events": "created / merged / rejected_* / outcome_recorded / graduated / demoted.",
-    "methodology_cases": "One outcome per (scheduled run, window, cited methodology).",
-    "methodology_case_hints": "Methodology injections into runs, with injectability at injection time.",
-}
 
-
-@dg.multi_asset(
-    group_name=tables.LEARNING_GROUP,
-    specs=[
-        dg.AssetSpec(
-            key,
-            deps=METHODOLOGY_INPUTS,
-            kinds=ASSET_KINDS,
-            description=_DESCRIPTIONS[key],
-            metadata=declared_metadata(key),
-        )
-        for key in tables.METHODOLOGY_ASSETS
-    ],
-    check_specs=[
-        dg.AssetCheckSpec(
-            METHODOLOGIES_INVARIANTS_CHECK,
-            asset="methodologies",
-            blocking=True,
-            description="No injected text stored; graduated only with confidence >= threshold and min uses.",
-        ),
-        dg.AssetCheckSpec(
-            METHODOLOGY_CASES_INVARIANTS_CHECK,
-            asset="methodology_cases",
-            blocking=True,
-            description="Only scheduled runs feed methodologies; one case per (run, window, methodology).",
-        ),
-        dg.AssetCheckSpec(
-            LIFECYCLE_EVENTS_INVARIANTS_CHECK,
-            asset="methodology_lifecycle_events",
-            blocking=True,
-            description="Unique event ids and events from the spec's vocabulary.",
-        ),
-    ],
-)
+@dg.multi_asset(group_name=tables.LEARNING_GROUP, specs=LADDER_SPECS, check_specs=LADDER_CHECK_SPECS)
 def methodology_ladder(context: dg.AssetExecutionContext, warehouse: WarehouseResource):
     as_of = warehouse.as_of_ts
     with warehouse.connect() as con:
@@ -253,12 +234,12 @@ def methodology_ladder(context: dg.AssetExecutionContext, warehouse: WarehouseRe
     graduated = int((state.methodologies.get_column("quarantine") == 0).sum())
     extra = {
         "institution_output_rejects": {
-            "reasons": _md_counts(
+            "reasons": markdown_counts(
                 state.output_rejects.group_by("reason").len().sort("len", descending=True).head(10).rows()
             ),
         },
         "institution_reflections": {
-            "by_status": _md_counts(state.reflections.group_by("status").len().sort("status").rows()),
+            "by_status": markdown_counts(state.reflections.group_by("status").len().sort("status").rows()),
             "windows_days": ", ".join(str(w) for w in SETTINGS.reflection_windows_days),
         },
         "methodologies": {
@@ -267,7 +248,7 @@ def methodology_ladder(context: dg.AssetExecutionContext, warehouse: WarehouseRe
             "injection_threshold": SETTINGS.methodology_injection_threshold,
             "min_uses": SETTINGS.methodology_min_uses,
         },
-        "methodology_lifecycle_events": {"by_event": _md_counts(events)},
+        "methodology_lifecycle_events": {"by_event": markdown_counts(events)},
         "methodology_cases": {
             "applied": int(state.cases.get_column("applied").sum()),
             "not_applied": int((~state.cases.get_column("applied")).sum()),

@@ -9,29 +9,11 @@ from datetime import datetime
 import duckdb
 import polars as pl
 
-from tradingmem_assets.lib.dtypes import UTC_TS
+from tradingmem_assets.lib import tables
+from tradingmem_assets.lib.columns import table_dtypes
 
-METHODOLOGY_CASE_HINTS_DTYPES = pl.Schema(
-    {
-        "injection_id": pl.String(),
-        "methodology_id": pl.String(),
-        "run_id": pl.String(),
-        "injected_at": UTC_TS,
-        "injectable_at_injection": pl.Boolean(),
-        "methodology_exists": pl.Boolean(),
-        "run_exists": pl.Boolean(),
-    }
-)
-METHODOLOGY_LIFECYCLE_EVENTS_DTYPES = pl.Schema(
-    {
-        "event_id": pl.String(),
-        "methodology_id": pl.String(),
-        "event": pl.String(),
-        "ts": UTC_TS,
-        "detail": pl.String(),
-        "source_output_id": pl.String(),
-    }
-)
+METHODOLOGY_CASE_HINTS_DTYPES = table_dtypes(tables.METHODOLOGY_CASE_HINTS)
+METHODOLOGY_LIFECYCLE_EVENTS_DTYPES = table_dtypes(tables.METHODOLOGY_LIFECYCLE_EVENTS)
 
 
 def hashed_ids(frame: pl.DataFrame, column: str, prefix: str, parts: Sequence[str]) -> pl.DataFrame:

@@ -16,18 +16,10 @@ import duckdb
 import polars as pl
 
 from tradingmem_assets.lib import tables
+from tradingmem_assets.lib.columns import table_dtypes
 from tradingmem_assets.lib.warehouse import ensure_table, transaction
 
-METHODOLOGY_CRON_RUNS_DTYPES = pl.Schema(
-    {
-        "run_id": pl.String(),
-        "job_name": pl.String(),
-        "status": pl.String(),
-        "ts": pl.Datetime("us", "UTC"),
-        "as_of": pl.Datetime("us", "UTC"),
-        "detail": pl.String(),
-    }
-)
+METHODOLOGY_CRON_RUNS_DTYPES = table_dtypes(tables.METHODOLOGY_CRON_RUNS)
 
 
 def write_heartbeat(

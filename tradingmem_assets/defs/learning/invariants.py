@@ -18,6 +18,7 @@ from tradingmem_assets.defs.safety.injection import scan_column
 from tradingmem_assets.defs.safety.redaction import secret_kinds_in_text, secret_kinds_in_value
 from tradingmem_assets.lib import vocabulary as v
 from tradingmem_assets.lib.dtypes import UTC_TS
+from tradingmem_assets.lib.validation import named_checks
 
 METHODOLOGY_EVENTS = (
     "created",
@@ -99,6 +100,11 @@ def _turns_are_successes(data: pa.PolarsData) -> pl.LazyFrame:
     return data.lazyframe.select((pl.col("success_count") >= pl.col("turn_count")).alias("ok"))
 
 
+LEARNINGS_RULES = {
+    "no_secret_reaches_a_stored_learning": _no_secret_in_learning,
+    "weight_is_0.95_pow_ignored_count": _weight_follows_ignores,
+    "every_learned_turn_is_a_success": _turns_are_successes,
+}
 LEARNINGS_INVARIANTS = pa.DataFrameSchema(
     {
         "learning_id": pa.Column(pl.String, pa.Check.str_matches(r"^l_[0-9a-f]{16}$"), unique=True),
@@ -116,11 +122,7 @@ LEARNINGS_INVARIANTS = pa.DataFrameSchema(
         "turn_count": pa.Column(pl.Int64, pa.Check.ge(1)),
     },
     name="learnings",
-    checks=[
-        pa.Check(_no_secret_in_learning, name="no_secret_reaches_a_stored_learning"),
-        pa.Check(_weight_follows_ignores, name="weight_is_0.95_pow_ignored_count"),
-        pa.Check(_turns_are_successes, name="every_learned_turn_is_a_success"),
-    ],
+    checks=named_checks(LEARNINGS_RULES),
 )
 
 
@@ -140,6 +142,13 @@ def _id_from_dedup_key(data: pa.PolarsData) -> pl.LazyFrame:
 
 def _correct_within_used(data: pa.PolarsData) -> pl.LazyFrame:
     return data.lazyframe.select((pl.col("times_correct") <= pl.col("times_used")).alias("ok"))
+
+
+METHODOLOGY_RULES = {
+    "no_injected_text_becomes_a_methodology": _no_injection,
+    "methodology_id_is_m_plus_dedup_key_prefix": _id_from_dedup_key,
+    "times_correct_at_most_times_used": _correct_within_used,
+}
 
 
 def methodologies_schema(injection_threshold: float, min_uses: int) -> pa.DataFrameSchema:
@@ -166,12 +175,9 @@ def methodologies_schema(injection_threshold: float, min_uses: int) -> pa.DataFr
             "times_proposed": pa.Column(pl.Int64, pa.Check.ge(1)),
         },
         name="methodologies",
-        checks=[
-            pa.Check(_no_injection, name="no_injected_text_becomes_a_methodology"),
-            pa.Check(_id_from_dedup_key, name="methodology_id_is_m_plus_dedup_key_prefix"),
-            pa.Check(_correct_within_used, name="times_correct_at_most_times_used"),
-            pa.Check(_graduation_earned, name="graduated_only_with_confidence_and_uses"),
-        ],
+        checks=named_checks(
+            {**METHODOLOGY_RULES, "graduated_only_with_confidence_and_uses": _graduation_earned}
+        ),
     )
 
 

@@ -30,7 +30,6 @@ import polars as pl
 
 from tradingmem_assets.defs.learning.candidates import (
     INITIAL_CONFIDENCE,
-    PROPOSAL_FACTS,
     parse_candidates,
     resolve_candidates,
 )
@@ -45,54 +44,16 @@ from tradingmem_assets.defs.learning.role_outputs import (
     run_decisions,
     validate_outputs,
 )
-from tradingmem_assets.lib.dtypes import UTC_TS
+from tradingmem_assets.lib import tables
+from tradingmem_assets.lib.columns import table_dtypes
 from tradingmem_assets.lib.warehouse import read_frame
 from tradingmem_assets.lib.wilson import wilson_lower_bounds
 
 RETURN_BAND = 0.005
 
-INSTITUTION_REFLECTIONS_DTYPES = pl.Schema(
-    {
-        "run_id": pl.String(),
-        "window": pl.Int64(),
-        "realized_return": pl.Float64(),
-        "correct": pl.Boolean(),
-        "kind": pl.String(),
-        "symbol": pl.String(),
-        "action": pl.String(),
-        "status": pl.String(),
-        "started_at": UTC_TS,
-        "recorded_at": UTC_TS,
-        "known_at": UTC_TS,
-    }
-)
-METHODOLOGY_CASES_DTYPES = pl.Schema(
-    {
-        "case_id": pl.String(),
-        "methodology_id": pl.String(),
-        "run_id": pl.String(),
-        "window": pl.Int64(),
-        "correct": pl.Boolean(),
-        "recorded_at": UTC_TS,
-        "known_at": UTC_TS,
-        "applied": pl.Boolean(),
-    }
-)
-METHODOLOGIES_DTYPES = pl.Schema(
-    {
-        **PROPOSAL_FACTS,
-        "quarantine": pl.Int64(),
-        "confidence": pl.Float64(),
-        "times_used": pl.Int64(),
-        "times_correct": pl.Int64(),
-        "times_proposed": pl.Int64(),
-        "created_at": UTC_TS,
-        "graduated_at": UTC_TS,
-        "updated_at": UTC_TS,
-        "source_output_id": pl.String(),
-        "known_at": UTC_TS,
-    }
-)
+INSTITUTION_REFLECTIONS_DTYPES = table_dtypes(tables.INSTITUTION_REFLECTIONS)
+METHODOLOGY_CASES_DTYPES = table_dtypes(tables.METHODOLOGY_CASES)
+METHODOLOGIES_DTYPES = table_dtypes(tables.METHODOLOGIES)
 
 
 # --------------------------------------------------------------------------------------- reflections
@@ -117,23 +78,20 @@ def reflect_runs(
         .filter(pl.col("recorded_at") <= as_of)
     )
     px = bars.filter(pl.col("ts") <= as_of).select("symbol", "ts", "close").sort("symbol", "ts")
-    grid = grid.sort("started_at")
-    entry = grid.join_asof(
-        px.rename({"ts": "entry_ts", "close": "entry"}).sort("entry_ts"),
-        left_on="started_at",
-        right_on="entry_ts",
-        by="symbol",
-        strategy="backward",
-        check_sortedness=False,
-    )
-    both = entry.sort("recorded_at").join_asof(
-        px.rename({"ts": "exit_ts", "close": "exit"}).sort("exit_ts"),
-        left_on="recorded_at",
-        right_on="exit_ts",
-        by="symbol",
-        strategy="backward",
-        check_sortedness=False,
-    )
+
+    def last_close(frame: pl.DataFrame, at: str, name: str) -> pl.DataFrame:
+        """The symbol's last close known at column ``at``: as ``name``, with its bar's ``<name>_ts``."""
+        closes = px.rename({"ts": f"{name}_ts", "close": name}).sort(f"{name}_ts")
+        return frame.sort(at).join_asof(
+            closes,
+            left_on=at,
+            right_on=f"{name}_ts",
+            by="symbol",
+            strategy="backward",
+            check_sortedness=False,
+        )
+
+    both = last_close(last_close(grid, "started_at", "entry"), "recorded_at", "exit")
     both = both.join(decisions.select("run_id", "action", "decision_problem"), on="run_id", how="left")
     priced = (
         pl.col("entry").is_not_null()

@@ -35,44 +35,14 @@ from tradingmem_assets.defs.learning.dedup import TRIGGER_SIMILARITY, cluster_ca
 from tradingmem_assets.defs.learning.review import CREATED, MERGED, SUPPRESSED, review_turns
 from tradingmem_assets.defs.learning.tiers import ToolTiers
 from tradingmem_assets.lib import tables
+from tradingmem_assets.lib.columns import table_dtypes
 from tradingmem_assets.lib.dtypes import UTC_TS, as_utc
 
 IGNORE_DECAY = 0.95
 
-LEARNINGS_DTYPES = pl.Schema(
-    {
-        "learning_id": pl.String(),
-        "name": pl.String(),
-        "trigger": pl.String(),
-        "tool_sequence": pl.String(),
-        "guidance": pl.String(),
-        "success_count": pl.Int64(),
-        "failure_count": pl.Int64(),
-        "ignored_count": pl.Int64(),
-        "weight": pl.Float64(),
-        "created_at": UTC_TS,
-        "known_at": UTC_TS,
-        "last_used_at": UTC_TS,
-        "required_tier": pl.Int64(),
-        "tool_names": pl.String(),
-        "turn_count": pl.Int64(),
-        "source_turn_id": pl.String(),
-    }
-)
-LEARNING_REVIEWS_DTYPES = pl.Schema(
-    {
-        "turn_id": pl.String(),
-        "started_at": UTC_TS,
-        "outcome": pl.String(),
-        "reason": pl.String(),
-        "score": pl.Int64(),
-        "candidate_learning_id": pl.String(),
-        "learning_id": pl.String(),
-    }
-)
-LEARNING_DELETIONS_DTYPES = pl.Schema(
-    {"learning_id": pl.String(), "deleted_at": UTC_TS, "reason": pl.String()}
-)
+LEARNINGS_DTYPES = table_dtypes(tables.LEARNINGS)
+LEARNING_REVIEWS_DTYPES = table_dtypes(tables.LEARNING_REVIEWS)
+LEARNING_DELETIONS_DTYPES = table_dtypes(tables.LEARNING_DELETIONS)
 LEARNING_FEEDBACK_REPORT_DTYPES = pl.Schema(
     {"feedback_id": pl.String(), "learning_id": pl.String(), "ts": UTC_TS, "status": pl.String()}
 )

@@ -17,7 +17,8 @@ import duckdb
 import polars as pl
 
 from tradingmem_assets.defs.learning.invariants import ROLE_OUTPUT_INVARIANTS
-from tradingmem_assets.lib.dtypes import UTC_TS
+from tradingmem_assets.lib import tables
+from tradingmem_assets.lib.columns import table_dtypes
 from tradingmem_assets.lib.warehouse import read_frame
 
 ROLE_OUTPUT_SCHEMA_NAMES: dict[str, str] = {
@@ -29,17 +30,7 @@ ROLE_OUTPUT_SCHEMA_NAMES: dict[str, str] = {
     "portfolio_manager": "PortfolioDecision",
 }
 
-INSTITUTION_OUTPUT_REJECTS_DTYPES = pl.Schema(
-    {
-        "output_id": pl.String(),
-        "run_id": pl.String(),
-        "role": pl.String(),
-        "schema": pl.String(),
-        "reason": pl.String(),
-        "has_proposal": pl.Boolean(),
-        "started_at": UTC_TS,
-    }
-)
+INSTITUTION_OUTPUT_REJECTS_DTYPES = table_dtypes(tables.INSTITUTION_OUTPUT_REJECTS)
 
 _OUTPUTS_SQL = """
 SELECT o.output_id, o.run_id, o.role, o.schema, o.action, o.confidence,

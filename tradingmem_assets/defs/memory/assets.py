@@ -1,41 +1,57 @@
 """Memory layers: short-term session contexts and the mid-term -> long-term promotion (user_facts)."""
 
 import dagster as dg
-import polars as pl
 
 from tradingmem_assets.defs.memory import promotion, sessions
 from tradingmem_assets.defs.profile import invariants as schemas
 from tradingmem_assets.defs.resources import WarehouseResource
+from tradingmem_assets.lib import dagster_kit as kit
 from tradingmem_assets.lib import tables
-from tradingmem_assets.lib.dagster_kit import (
-    check_result,
-    declared_metadata,
-    refuse_write,
-    table_asset,
-    table_metadata,
-)
 from tradingmem_assets.lib.dtypes import as_utc
 from tradingmem_assets.lib.tables import raw_key
 from tradingmem_assets.lib.validation import validate
 from tradingmem_assets.lib.warehouse import read_columns, read_frame, replace_table, transaction
 from tradingmem_assets.settings import SETTINGS
 
+# what the assets of this module write, and the checks they evaluate as they write (tuples: the
+# defs loader would take a module-level list of AssetSpec for assets of their own)
+SESSIONS_CHECK_SPECS = (
+    kit.blocking_check(
+        schemas.SESSIONS_CHECK,
+        "session_contexts",
+        "Only sessions active at as_of (last message <= 30 min, age <= 24 h), each within budget.",
+    ),
+)
+PROMOTION_SPECS = (
+    kit.table_spec(
+        "memory_promotions",
+        "The promotion decision of every mid-term memory unit at as_of "
+        "(promoted / below_threshold / awaiting_adjudication / stale / expired / not_yet_valid).",
+        deps=[raw_key("memory_unit"), raw_key("memory_evidence")],
+    ),
+    kit.table_spec(
+        "user_facts",
+        "Long-term memory: promoted units (evidence >= 2 or confidence >= 0.90, no conflict, "
+        "valid, fresh), with source portal and episode.",
+        deps=["memory_promotions"],
+    ),
+)
+PROMOTION_CHECK_SPECS = (
+    kit.blocking_check(
+        schemas.FACTS_CHECK,
+        "user_facts",
+        "No one-off statement, conflicting, invalid or stale unit is a fact.",
+    ),
+)
 
-@table_asset(
+
+@kit.table_asset(
     "session_contexts",
     group=tables.PROFILE_GROUP,
     deps=[raw_key("conversation_message")],
     description="Short-term memory: the newest messages (<= 4096 tokens) of each session active at as_of; "
     "never an input of the profile.",
-    check_specs=[
-        dg.AssetCheckSpec(
-            schemas.SESSIONS_CHECK,
-            asset="session_contexts",
-            blocking=True,
-            description="Only sessions active at as_of (last message <= 30 min, age <= 24 h), "
-            "each within budget.",
-        )
-    ],
+    check_specs=SESSIONS_CHECK_SPECS,
 )
 def session_contexts(context: dg.AssetExecutionContext, warehouse: WarehouseResource):
     as_of = warehouse.as_of_ts
@@ -46,7 +62,7 @@ def session_contexts(context: dg.AssetExecutionContext, warehouse: WarehouseReso
         messages = read_frame(con, sessions.ACTIVE_SESSION_MESSAGES_SQL, [as_of])
         result = sessions.session_contexts(messages, as_of)
         validation = validate(schemas.session_contexts_schema(as_of), result.contexts)
-        yield from refuse_write(
+        yield from kit.refuse_write(
             validation, "session_contexts", [(schemas.SESSIONS_CHECK, "session_contexts")]
         )
         with transaction(con):
@@ -59,7 +75,7 @@ def session_contexts(context: dg.AssetExecutionContext, warehouse: WarehouseReso
         )
     yield dg.MaterializeResult(
         metadata={
-            **table_metadata(tables.SESSION_CONTEXTS, result.contexts),
+            **kit.table_metadata(tables.SESSION_CONTEXTS, result.contexts),
             "as_of": as_of.isoformat(),
             "active_sessions": result.active_sessions,
             "sessions_refused_mixed_customers": mixed.height,
@@ -69,7 +85,7 @@ def session_contexts(context: dg.AssetExecutionContext, warehouse: WarehouseReso
                 or 0
             ),
         },
-        check_results=[check_result(schemas.SESSIONS_CHECK, validation, dg.AssetKey("session_contexts"))],
+        check_results=[kit.check_result(schemas.SESSIONS_CHECK, validation, dg.AssetKey("session_contexts"))],
     )
 
 
@@ -89,35 +105,7 @@ FROM main.user_facts
 """
 
 
-@dg.multi_asset(
-    group_name=tables.PROFILE_GROUP,
-    specs=[
-        dg.AssetSpec(
-            "memory_promotions",
-            metadata=declared_metadata("memory_promotions"),
-            deps=[raw_key("memory_unit"), raw_key("memory_evidence")],
-            kinds={"duckdb", "polars"},
-            description="The promotion decision of every mid-term memory unit at as_of "
-            "(promoted / below_threshold / awaiting_adjudication / stale / expired / not_yet_valid).",
-        ),
-        dg.AssetSpec(
-            "user_facts",
-            metadata=declared_metadata("user_facts"),
-            deps=["memory_promotions"],
-            kinds={"duckdb", "polars"},
-            description="Long-term memory: promoted units (evidence >= 2 or confidence >= 0.90, no conflict, "
-            "valid, fresh), with source portal and episode.",
-        ),
-    ],
-    check_specs=[
-        dg.AssetCheckSpec(
-            schemas.FACTS_CHECK,
-            asset="user_facts",
-            blocking=True,
-            description="No one-off statement, conflicting, invalid or stale unit is a fact.",
-        )
-    ],
-)
+@dg.multi_asset(group_name=tables.PROFILE_GROUP, specs=PROMOTION_SPECS, check_specs=PROMOTION_CHECK_SPECS)
 def memory_promotion(context: dg.AssetExecutionContext, warehouse: WarehouseResource):
     as_of = warehouse.as_of_ts
     stale_days = SETTINGS.memory_stale_days
@@ -132,15 +120,15 @@ def memory_promotion(context: dg.AssetExecutionContext, warehouse: WarehouseReso
             validation = validate(
                 schemas.user_facts_schema(as_of, stale_days), as_utc(read_frame(con, FACTS_CHECKED_SQL))
             )
-            yield from refuse_write(validation, "user_facts", [(schemas.FACTS_CHECK, "user_facts")])
+            yield from kit.refuse_write(validation, "user_facts", [(schemas.FACTS_CHECK, "user_facts")])
         statuses = dict(con.execute(STATUS_COUNTS_SQL).fetchall())
         promotions, units, orphans, facts, critical, customers = con.execute(COUNTS_SQL).fetchall()[0]
     yield dg.MaterializeResult(
         asset_key="memory_promotions",
         metadata={
-            **table_metadata(
+            **kit.table_metadata(
                 tables.MEMORY_PROMOTIONS,
-                pl.DataFrame(schema=promotion.MEMORY_PROMOTIONS_DTYPES),
+                promotion.MEMORY_PROMOTIONS_DTYPES,
                 row_count=promotions,
             ),
             "as_of": as_of.isoformat(),
@@ -153,11 +141,9 @@ def memory_promotion(context: dg.AssetExecutionContext, warehouse: WarehouseReso
     yield dg.MaterializeResult(
         asset_key="user_facts",
         metadata={
-            **table_metadata(
-                tables.USER_FACTS, pl.DataFrame(schema=promotion.USER_FACTS_DTYPES), row_count=facts
-            ),
+            **kit.table_metadata(tables.USER_FACTS, promotion.USER_FACTS_DTYPES, row_count=facts),
             "critical_facts": critical,
             "customers_with_facts": customers,
         },
-        check_results=[check_result(schemas.FACTS_CHECK, validation, dg.AssetKey("user_facts"))],
+        check_results=[kit.check_result(schemas.FACTS_CHECK, validation, dg.AssetKey("user_facts"))],
     )

@@ -4,8 +4,6 @@ contexts must be active sessions within the token budget)."""
 from tradingmem_assets.defs.profile import invariants as schemas
 from tradingmem_assets.lib import tables
 from tradingmem_assets.lib.dagster_kit import StoredTableCheck, stored_table_checks
-from tradingmem_assets.lib.dtypes import as_utc
-from tradingmem_assets.lib.warehouse import read_frame
 from tradingmem_assets.settings import SETTINGS
 
 FACTS_READ_SQL = f"""
@@ -17,20 +15,17 @@ FROM {tables.USER_FACTS} f LEFT JOIN {tables.MEMORY_PROMOTIONS} u ON u.unit_id =
 MEMORY_CHECKS = stored_table_checks(
     [
         StoredTableCheck(
-            name="stored_user_facts_meet_promotion_rule",
-            asset="user_facts",
-            table=tables.USER_FACTS,
-            description="Every stored fact passes the promotion rule at the instant it was built.",
-            read=lambda con, _at: as_utc(read_frame(con, FACTS_READ_SQL)),
-            invariants=lambda at: schemas.user_facts_schema(at, SETTINGS.memory_stale_days),
+            "stored_user_facts_meet_promotion_rule",
+            "user_facts",
+            "Every stored fact passes the promotion rule at the instant it was built.",
+            lambda at: schemas.user_facts_schema(at, SETTINGS.memory_stale_days),
+            read=FACTS_READ_SQL,
         ),
         StoredTableCheck(
-            name="stored_session_contexts_within_window_and_budget",
-            asset="session_contexts",
-            table=tables.SESSION_CONTEXTS,
-            description="Every stored context is an active session (30 min idle, 24 h age) within 4096 tokens.",
-            read=lambda con, _at: as_utc(read_frame(con, f"SELECT * FROM {tables.SESSION_CONTEXTS}")),
-            invariants=lambda at: schemas.session_contexts_schema(at),
+            "stored_session_contexts_within_window_and_budget",
+            "session_contexts",
+            "Every stored context is an active session (30 min idle, 24 h age) within 4096 tokens.",
+            schemas.session_contexts_schema,
         ),
     ]
 )

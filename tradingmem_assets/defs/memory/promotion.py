@@ -26,6 +26,7 @@ import polars as pl
 
 from tradingmem_assets.defs.memory.facts import CRITICAL_FACT_KEYS
 from tradingmem_assets.lib import tables
+from tradingmem_assets.lib.columns import table_dtypes
 from tradingmem_assets.lib.dtypes import UTC_TS, as_utc
 from tradingmem_assets.lib.sql_json import sql_literal
 
@@ -34,43 +35,9 @@ PROMOTION_MIN_CONFIDENCE = 0.90
 
 UNIT_STATUSES = ("not_yet_valid", "expired", "awaiting_adjudication", "below_threshold", "stale", "promoted")
 
-MEMORY_PROMOTIONS_DTYPES = pl.Schema(
-    {
-        "unit_id": pl.String(),
-        "customer_id": pl.String(),
-        "fact_key": pl.String(),
-        "fact_value": pl.String(),
-        "status": pl.String(),
-        "reasons": pl.List(pl.String()),
-        "detail": pl.String(),
-        "confidence": pl.Float64(),
-        "evidence_count": pl.Int64(),
-        "conflict_count": pl.Int64(),
-        "valid_from": UTC_TS,
-        "valid_until": UTC_TS,
-        "updated_at": UTC_TS,
-        "source_portal": pl.String(),
-        "source_episode_id": pl.String(),
-        "evidence_rows": pl.Int64(),
-    }
-)
+MEMORY_PROMOTIONS_DTYPES = table_dtypes(tables.MEMORY_PROMOTIONS)
 
-USER_FACTS_DTYPES = pl.Schema(
-    {
-        "fact_id": pl.String(),
-        "customer_id": pl.String(),
-        "fact_key": pl.String(),
-        "fact_value": pl.String(),
-        "is_critical": pl.Boolean(),
-        "confidence": pl.Float64(),
-        "evidence_count": pl.Int64(),
-        "source_unit_id": pl.String(),
-        "source_portal": pl.String(),
-        "source_episode_id": pl.String(),
-        "promoted_at": UTC_TS,
-        "known_at": UTC_TS,
-    }
-)
+USER_FACTS_DTYPES = table_dtypes(tables.USER_FACTS)
 
 UNIT_COLUMNS = (
     "unit_id",

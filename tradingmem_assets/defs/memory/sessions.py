@@ -24,7 +24,9 @@ from datetime import datetime, timedelta
 
 import polars as pl
 
-from tradingmem_assets.lib.dtypes import UTC_TS, as_utc
+from tradingmem_assets.lib import tables
+from tradingmem_assets.lib.columns import table_dtypes
+from tradingmem_assets.lib.dtypes import as_utc
 
 SESSION_IDLE = timedelta(minutes=30)
 SESSION_MAX_AGE = timedelta(hours=24)
@@ -38,17 +40,7 @@ CJK_CLASS = (
 )
 
 
-SESSION_CONTEXTS_DTYPES = pl.Schema(
-    {
-        "session_id": pl.String(),
-        "customer_id": pl.String(),
-        "messages": pl.String(),
-        "token_estimate": pl.Int64(),
-        "message_count": pl.Int64(),
-        "started_at": UTC_TS,
-        "last_message_at": UTC_TS,
-    }
-)
+SESSION_CONTEXTS_DTYPES = table_dtypes(tables.SESSION_CONTEXTS)
 
 
 def token_estimate_expr(column: str | pl.Expr) -> pl.Expr:

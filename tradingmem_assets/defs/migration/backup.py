@@ -21,8 +21,10 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 from tradingmem_assets.defs.landing.invariants import LANDING_TABLES
-from tradingmem_assets.defs.migration.classification import UTC_TS, partition_key_sql
+from tradingmem_assets.defs.migration.classification import partition_key_sql
 from tradingmem_assets.lib import tables
+from tradingmem_assets.lib.columns import table_dtypes
+from tradingmem_assets.lib.dtypes import UTC_TS
 from tradingmem_assets.lib.warehouse import read_frame, table_exists
 
 LEGACY_TABLE = tables.raw_table("legacy_role_memory")
@@ -37,15 +39,7 @@ LEGACY_BACKUP_ARROW_TYPES = pa.schema(
     [pa.field(name, _ARROW_TYPES[dtype]) for name, dtype in LEGACY_ROLE_MEMORY_DTYPES.items()]
 )
 
-MIGRATION_BACKUPS_DTYPES = pl.Schema(
-    {
-        "partition_key": pl.String(),
-        "path": pl.String(),
-        "row_count": pl.Int64(),
-        "sha256": pl.String(),
-        "created_at": UTC_TS,
-    }
-)
+MIGRATION_BACKUPS_DTYPES = table_dtypes(tables.MIGRATION_BACKUPS)
 
 
 class MigrationInputError(RuntimeError):

@@ -14,7 +14,8 @@ from collections.abc import Mapping
 
 import polars as pl
 
-from tradingmem_assets.lib.dtypes import UTC_TS
+from tradingmem_assets.lib import tables
+from tradingmem_assets.lib.columns import table_dtypes
 from tradingmem_assets.lib.vocabulary import MIGRATION_STATUSES
 
 MIGRATED, QUARANTINED = MIGRATION_STATUSES
@@ -38,41 +39,15 @@ def partition_key_expr(column: str = "created_at") -> pl.Expr:
     return pl.col(column).dt.convert_time_zone("UTC").dt.truncate("1mo").dt.strftime("%Y-%m-%d")
 
 
-MIGRATED_ROLE_CASES_DTYPES = pl.Schema(
-    {
-        "legacy_id": pl.String(),
-        "role_id": pl.String(),
-        "skill_id": pl.String(),
-        "content": pl.String(),
-        "provenance": pl.String(),
-        "legacy_score": pl.Float64(),
-        "status": pl.String(),
-        "reason": pl.String(),
-        "scoring_eligible": pl.Boolean(),
-        "symbol": pl.String(),
-        "decision_id": pl.String(),
-        "created_at": UTC_TS,
-        "partition_key": pl.String(),
-        "backup_sha256": pl.String(),
-    }
-)
-MIGRATION_REJECTS_DTYPES = pl.Schema(
-    {
-        "legacy_id": pl.String(),
-        "partition_key": pl.String(),
-        "reason": pl.String(),
-        "role": pl.String(),
-        "content": pl.String(),
-        "provenance": pl.String(),
-        "legacy_score": pl.Float64(),
-        "symbol": pl.String(),
-        "decision_id": pl.String(),
-        "created_at": UTC_TS,
-        "backup_sha256": pl.String(),
-    }
-)
+MIGRATED_ROLE_CASES_DTYPES = table_dtypes(tables.MIGRATED_ROLE_CASES)
+MIGRATION_REJECTS_DTYPES = table_dtypes(tables.MIGRATION_REJECTS)
 
 # --- classification ---------------------------------------------------------------------------
+
+
+# what a legacy row carries as it was into a migrated case or a reject: its text, then its context
+LEGACY_TEXT = ("content", "provenance", pl.col("score").alias("legacy_score"))
+LEGACY_CONTEXT = ("symbol", "decision_id", "created_at")
 
 
 def _blank(column: str) -> pl.Expr:
@@ -112,12 +87,8 @@ def classify(rows: pl.DataFrame, roles: Mapping[str, str]) -> tuple[pl.DataFrame
             "partition_key",
             pl.col("_reject").alias("reason"),
             "role",
-            "content",
-            "provenance",
-            pl.col("score").alias("legacy_score"),
-            "symbol",
-            "decision_id",
-            "created_at",
+            *LEGACY_TEXT,
+            *LEGACY_CONTEXT,
             "backup_sha256",
         )
         .cast(dict(MIGRATION_REJECTS_DTYPES))  # type: ignore[arg-type]
@@ -130,9 +101,7 @@ def classify(rows: pl.DataFrame, roles: Mapping[str, str]) -> tuple[pl.DataFrame
             "legacy_id",
             pl.col("role").alias("role_id"),
             "skill_id",
-            "content",
-            "provenance",
-            pl.col("score").alias("legacy_score"),
+            *LEGACY_TEXT,
             pl.when(known).then(pl.lit(MIGRATED)).otherwise(pl.lit(QUARANTINED)).alias("status"),
             pl.when(known)
             .then(pl.lit(None, dtype=pl.String))
@@ -140,9 +109,7 @@ def classify(rows: pl.DataFrame, roles: Mapping[str, str]) -> tuple[pl.DataFrame
             .alias("reason"),
             # migrated memory is history, never evidence: it is not scoring-eligible, ever
             pl.lit(False).alias("scoring_eligible"),
-            "symbol",
-            "decision_id",
-            "created_at",
+            *LEGACY_CONTEXT,
             "partition_key",
             "backup_sha256",
         )

@@ -17,19 +17,22 @@ import pyarrow.parquet as pq
 
 from tradingmem_assets.defs.migration.backup import manifest_by_key, sha256_hex
 from tradingmem_assets.defs.migration.classification import MIGRATED, QUARANTINED
+from tradingmem_assets.lib import tables
+from tradingmem_assets.lib.columns import table_dtypes
 from tradingmem_assets.lib.warehouse import read_frame, table_exists
 
-MIGRATION_CONSERVATION_REPORT_DTYPES = pl.Schema(
+MIGRATION_CONSERVATION_REPORT_DTYPES = table_dtypes(tables.MIGRATION_CONSERVATION_REPORT)
+
+
+# what inspect_backups finds of each partition's backup: the manifest's word and the file's
+BACKUP_INSPECTION_DTYPES = pl.Schema(
     {
         "partition_key": pl.String(),
-        "rows_in": pl.Int64(),
-        "migrated": pl.Int64(),
-        "quarantined": pl.Int64(),
-        "rejected": pl.Int64(),
-        "checksum_ok": pl.Boolean(),
-        "conserved": pl.Boolean(),
-        "backup_sha256": pl.String(),
-        "detail": pl.String(),
+        "path": pl.String(),
+        "manifest_sha256": pl.String(),
+        "manifest_rows": pl.Int64(),
+        "file_sha256": pl.String(),
+        "file_rows": pl.Int64(),
     }
 )
 
@@ -58,18 +61,7 @@ def inspect_backups(manifest: pl.DataFrame, partition_keys: Sequence[str]) -> pl
                 "file_rows": file_rows,
             }
         )
-    return pl.DataFrame(
-        out,
-        schema={
-            "partition_key": pl.String,
-            "path": pl.String,
-            "manifest_sha256": pl.String,
-            "manifest_rows": pl.Int64,
-            "file_sha256": pl.String,
-            "file_rows": pl.Int64,
-        },
-        orient="row",
-    )
+    return pl.DataFrame(out, schema=BACKUP_INSPECTION_DTYPES, orient="row")
 
 
 def partition_counts(

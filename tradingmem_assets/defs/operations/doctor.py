@@ -78,12 +78,8 @@ def overdue_pending_cases(
         "sample_case_ids": overdue.get_column("case_id").head(SAMPLE).to_list(),
     }
     if overdue.height:
-        return DoctorCheck(
-            name,
-            "action",
-            f"{overdue.height} case(s) pending longer than twice their maturity window",
-            details,
-        )
+        message = f"{overdue.height} case(s) pending longer than twice their maturity window"
+        return DoctorCheck(name, "action", message, details)
     return DoctorCheck(name, "ok", f"{pending.height} pending case(s), none overdue", details)
 
 
@@ -99,19 +95,13 @@ def evaluation_status(counts: pl.DataFrame) -> DoctorCheck:
     insufficient = primary.get("insufficient_data", 0)
     pending = totals.get("pending", 0)
     if insufficient:
-        return DoctorCheck(
-            name,
-            "action",
-            f"{insufficient} primary evaluation run(s) have insufficient price data; {pending} pending",
-            details,
-        )
+        message = f"{insufficient} primary evaluation run(s) have insufficient price data; {pending} pending"
+        return DoctorCheck(name, "action", message, details)
     if pending or totals.get("insufficient_data", 0):
-        return DoctorCheck(
-            name,
-            "info",
-            f"{pending} pending and {totals.get('insufficient_data', 0)} insufficient (non-primary) run(s)",
-            details,
+        message = (
+            f"{pending} pending and {totals.get('insufficient_data', 0)} insufficient (non-primary) run(s)"
         )
+        return DoctorCheck(name, "info", message, details)
     return DoctorCheck(name, "ok", f"{sum(totals.values())} run(s), all complete", details)
 
 

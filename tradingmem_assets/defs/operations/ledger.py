@@ -18,24 +18,14 @@ import duckdb
 import polars as pl
 
 from tradingmem_assets.lib import tables
-from tradingmem_assets.lib.dtypes import UTC_TS
+from tradingmem_assets.lib.columns import table_dtypes
 from tradingmem_assets.lib.warehouse import ensure_table, table_exists, transaction
 
 RunKind = Literal["learning", "audit", "migration"]
 RUN_KINDS: tuple[RunKind, ...] = ("learning", "audit", "migration")
 RUN_STATUSES = ("running", "ok", "failed")
 
-WAREHOUSE_RUNS_DTYPES = pl.Schema(
-    {
-        "run_id": pl.String(),
-        "job_name": pl.String(),
-        "kind": pl.String(),
-        "as_of": UTC_TS,
-        "started_at": UTC_TS,
-        "finished_at": UTC_TS,
-        "status": pl.String(),
-    }
-)
+WAREHOUSE_RUNS_DTYPES = table_dtypes(tables.WAREHOUSE_RUNS)
 
 
 class RunRefusedError(RuntimeError):

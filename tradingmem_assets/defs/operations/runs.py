@@ -75,25 +75,29 @@ def step_durations(instance: dg.DagsterInstance, run_id: str) -> dict[str, float
     return out
 
 
+def _set_env(values: Mapping[str, str | None]) -> None:
+    for key, value in values.items():
+        if value is None:
+            os.environ.pop(key, None)
+        else:
+            os.environ[key] = value
+
+
 @contextmanager
-def warehouse_env(database: str, landing_dir: str, as_of: str | None) -> Iterator[None]:
-    """TRADINGMEM_DB / TRADINGMEM_LANDING_DIR / TRADINGMEM_AS_OF set for a block (the resource reads
-    them when the definitions load); ``as_of`` None: unset, the run's start time. Restored after."""
-    saved = {key: os.environ.get(key) for key in WAREHOUSE_ENV}
-    wanted = dict(zip(WAREHOUSE_ENV, (str(database), str(landing_dir), as_of), strict=True))
+def environment(values: Mapping[str, str | None]) -> Iterator[None]:
+    """Environment variables set for a block (None: unset), restored after."""
+    saved = {key: os.environ.get(key) for key in values}
     try:
-        for key, value in wanted.items():
-            if value is None:
-                os.environ.pop(key, None)
-            else:
-                os.environ[key] = value
+        _set_env(values)
         yield
     finally:
-        for key, value in saved.items():
-            if value is None:
-                os.environ.pop(key, None)
-            else:
-                os.environ[key] = value
+        _set_env(saved)
+
+
+def warehouse_env(database: str, landing_dir: str, as_of: str | None):
+    """TRADINGMEM_DB / TRADINGMEM_LANDING_DIR / TRADINGMEM_AS_OF set for a block (the resource reads
+    them when the definitions load); ``as_of`` None: unset, the run's start time. Restored after."""
+    return environment(dict(zip(WAREHOUSE_ENV, (str(database), str(landing_dir), as_of), strict=True)))
 
 
 def location_job(job_name: str):

@@ -28,14 +28,17 @@ def default_status(automation: bool) -> dg.DefaultScheduleStatus:
 
 
 def _daily(
-    *,
     name: str,
     job: "UnresolvedAssetJobDefinition",
+    description: str,
+    *,
     cron: str,
     fallback_cron: str,
     automation: bool,
-    description: str,
 ) -> dg.ScheduleDefinition:
+    """A daily schedule of ``job`` on ``cron`` (``fallback_cron`` when it is not valid), running
+    when ``automation`` is on."""
+
     def build(cron_schedule: str) -> dg.ScheduleDefinition:
         @dg.schedule(
             name=name,
@@ -64,13 +67,14 @@ def build_trading_memory_schedule(
     *, cron: str = SETTINGS.schedule_cron, automation: bool = SETTINGS.automation_enabled
 ) -> dg.ScheduleDefinition:
     """The main job, daily (SPEC section 18)."""
+    description = "Ingest the landing folder and rebuild the learned memory (TRADINGMEM_SCHEDULE_CRON)."
     return _daily(
-        name=TRADING_MEMORY_SCHEDULE_NAME,
-        job=trading_memory_job,
+        TRADING_MEMORY_SCHEDULE_NAME,
+        trading_memory_job,
+        description,
         cron=cron,
         fallback_cron=DEFAULT_SCHEDULE_CRON,
         automation=automation,
-        description="Ingest the landing folder and rebuild the learned memory (TRADINGMEM_SCHEDULE_CRON).",
     )
 
 
@@ -78,14 +82,14 @@ def build_warehouse_checks_schedule(
     *, cron: str = SETTINGS.checks_schedule_cron, automation: bool = SETTINGS.automation_enabled
 ) -> dg.ScheduleDefinition:
     """Every stored-table check, daily after the main job (SPEC section 18)."""
+    description = "Re-run every stored-table check, materializing nothing (TRADINGMEM_CHECKS_SCHEDULE_CRON)."
     return _daily(
-        name=WAREHOUSE_CHECKS_SCHEDULE_NAME,
-        job=warehouse_checks_job,
+        WAREHOUSE_CHECKS_SCHEDULE_NAME,
+        warehouse_checks_job,
+        description,
         cron=cron,
         fallback_cron=DEFAULT_CHECKS_SCHEDULE_CRON,
         automation=automation,
-        description="Re-run every stored-table check, materializing nothing "
-        "(TRADINGMEM_CHECKS_SCHEDULE_CRON).",
     )
 
 

@@ -6,7 +6,6 @@ the asset graph shows that no consumer reads memory_unit.
 """
 
 import dagster as dg
-import polars as pl
 
 from tradingmem_assets.defs.profile import build, fields, snapshots
 from tradingmem_assets.defs.profile import invariants as schemas
@@ -22,11 +21,12 @@ from tradingmem_assets.defs.profile.writes import (
 from tradingmem_assets.defs.resources import WarehouseResource
 from tradingmem_assets.lib import tables
 from tradingmem_assets.lib.dagster_kit import (
+    blocking_check,
     check_result,
-    declared_metadata,
     refuse_write,
     table_asset,
     table_metadata,
+    table_spec,
 )
 from tradingmem_assets.lib.sql_json import sql_literal
 from tradingmem_assets.lib.tables import raw_key
@@ -44,6 +44,50 @@ INPUTS = {  # table: a column, to fail clearly when it is missing
     tables.USER_FACTS: "fact_id",
     tables.MEMORY_PROMOTIONS: "unit_id",
 }
+# what the assets of this module write, and the checks they evaluate as they write (tuples: the
+# defs loader would take a module-level list of AssetSpec for assets of their own)
+PROFILE_SPECS = (
+    table_spec(
+        "fin_customer_profile",
+        "Current customer profile: each field from its only writer, with a generation basis per field.",
+        deps=[
+            raw_key("customers"),
+            raw_key("questionnaire_results"),
+            raw_key("customer_transactions"),
+            "user_facts",
+            "memory_promotions",
+        ],
+    ),
+    table_spec(
+        "profile_snapshots",
+        "Append-only profile versions: a new version only when the profile's hash changes.",
+        deps=["fin_customer_profile"],
+    ),
+)
+PROFILE_CHECK_SPECS = (
+    blocking_check(
+        schemas.INVESTOR_TYPE_CHECK,
+        "fin_customer_profile",
+        "investor_type equals the latest questionnaire result; no conversation can move it.",
+    ),
+    blocking_check(
+        schemas.BASIS_CHECK,
+        "fin_customer_profile",
+        "Every field has a basis entry (source, row ids, rule, reason), even when null.",
+    ),
+    blocking_check(
+        schemas.ONE_CURRENT_CHECK,
+        "profile_snapshots",
+        "Exactly one current snapshot per customer; versions 1..n without gaps.",
+    ),
+)
+CUSTOMER_KB_CHECK_SPECS = (
+    blocking_check(
+        schemas.KB_CHECK,
+        "customer_kb",
+        "Every document in customer_kb is public in kb_documents.",
+    ),
+)
 
 
 def profile_checked_sql(customers: str) -> str:
@@ -73,52 +117,7 @@ FROM {BUILD}
 """
 
 
-@dg.multi_asset(
-    group_name=tables.PROFILE_GROUP,
-    specs=[
-        dg.AssetSpec(
-            "fin_customer_profile",
-            metadata=declared_metadata("fin_customer_profile"),
-            deps=[
-                raw_key("customers"),
-                raw_key("questionnaire_results"),
-                raw_key("customer_transactions"),
-                "user_facts",
-                "memory_promotions",
-            ],
-            kinds={"duckdb", "polars"},
-            description="Current customer profile: each field from its only writer, "
-            "with a generation basis per field.",
-        ),
-        dg.AssetSpec(
-            "profile_snapshots",
-            metadata=declared_metadata("profile_snapshots"),
-            deps=["fin_customer_profile"],
-            kinds={"duckdb", "polars"},
-            description="Append-only profile versions: a new version only when the profile's hash changes.",
-        ),
-    ],
-    check_specs=[
-        dg.AssetCheckSpec(
-            schemas.INVESTOR_TYPE_CHECK,
-            asset="fin_customer_profile",
-            blocking=True,
-            description="investor_type equals the latest questionnaire result; no conversation can move it.",
-        ),
-        dg.AssetCheckSpec(
-            schemas.BASIS_CHECK,
-            asset="fin_customer_profile",
-            blocking=True,
-            description="Every field has a basis entry (source, row ids, rule, reason), even when null.",
-        ),
-        dg.AssetCheckSpec(
-            schemas.ONE_CURRENT_CHECK,
-            asset="profile_snapshots",
-            blocking=True,
-            description="Exactly one current snapshot per customer; versions 1..n without gaps.",
-        ),
-    ],
-)
+@dg.multi_asset(group_name=tables.PROFILE_GROUP, specs=PROFILE_SPECS, check_specs=PROFILE_CHECK_SPECS)
 def customer_profile(context: dg.AssetExecutionContext, warehouse: WarehouseResource):
     as_of = warehouse.as_of_ts
     with warehouse.connect() as con:
@@ -170,9 +169,7 @@ def customer_profile(context: dg.AssetExecutionContext, warehouse: WarehouseReso
         asset_key="fin_customer_profile",
         metadata={
             **table_metadata(
-                tables.FIN_CUSTOMER_PROFILE,
-                pl.DataFrame(schema=fields.FIN_CUSTOMER_PROFILE_DTYPES),
-                row_count=counts["profiles"],
+                tables.FIN_CUSTOMER_PROFILE, fields.FIN_CUSTOMER_PROFILE_DTYPES, counts["profiles"]
             ),
             "as_of": as_of.isoformat(),
             "rows_rewritten": rewritten,
@@ -193,9 +190,7 @@ def customer_profile(context: dg.AssetExecutionContext, warehouse: WarehouseReso
         asset_key="profile_snapshots",
         metadata={
             **table_metadata(
-                tables.PROFILE_SNAPSHOTS,
-                pl.DataFrame(schema=snapshots.PROFILE_SNAPSHOTS_DTYPES),
-                row_count=counts["snapshots"],
+                tables.PROFILE_SNAPSHOTS, snapshots.PROFILE_SNAPSHOTS_DTYPES, counts["snapshots"]
             ),
             "appended_versions": appended,
             "superseded_versions": superseded,
@@ -259,14 +254,7 @@ def advisor_customer_view(warehouse: WarehouseResource) -> dg.MaterializeResult:
     group=tables.PROFILE_GROUP,
     deps=[raw_key("kb_documents")],
     description="The customer-facing knowledge base: public kb_documents only.",
-    check_specs=[
-        dg.AssetCheckSpec(
-            schemas.KB_CHECK,
-            asset="customer_kb",
-            blocking=True,
-            description="Every document in customer_kb is public in kb_documents.",
-        )
-    ],
+    check_specs=CUSTOMER_KB_CHECK_SPECS,
 )
 def customer_kb(warehouse: WarehouseResource):
     with warehouse.connect() as con:

@@ -58,28 +58,25 @@ FROM {tables.CUSTOMER_KB} k LEFT JOIN raw.kb_documents d USING (doc_id)
 PROFILE_CHECKS = stored_table_checks(
     [
         StoredTableCheck(
-            name="stored_profile_red_lines",
-            asset="fin_customer_profile",
-            table=tables.FIN_CUSTOMER_PROFILE,
-            description="investor_type is the latest questionnaire's (never a conversation's); every field has a basis.",
+            "stored_profile_red_lines",
+            "fin_customer_profile",
+            "investor_type is the latest questionnaire's (never a conversation's); every field has a basis.",
+            STORED_PROFILE_INVARIANTS,
             read=_profile_read,
-            invariants=lambda _at: STORED_PROFILE_INVARIANTS,
         ),
         StoredTableCheck(
-            name="stored_one_current_snapshot_per_customer",
-            asset="profile_snapshots",
-            table=tables.PROFILE_SNAPSHOTS,
-            description="Versions 1..n per customer, exactly one current snapshot, matching the profile.",
-            read=lambda con, _at: read_frame(con, SNAPSHOTS_READ_SQL),
-            invariants=lambda _at: PROFILE_SNAPSHOTS_INVARIANTS,
+            "stored_one_current_snapshot_per_customer",
+            "profile_snapshots",
+            "Versions 1..n per customer, exactly one current snapshot, matching the profile.",
+            PROFILE_SNAPSHOTS_INVARIANTS,
+            read=SNAPSHOTS_READ_SQL,
         ),
         StoredTableCheck(
-            name="stored_no_internal_document_in_customer_kb",
-            asset="customer_kb",
-            table=tables.CUSTOMER_KB,
-            description="Only public kb_documents reach customer_kb (checked against the source visibility).",
-            read=lambda con, _at: read_frame(con, KB_READ_SQL),
-            invariants=lambda _at: CUSTOMER_KB_INVARIANTS,
+            "stored_no_internal_document_in_customer_kb",
+            "customer_kb",
+            "Only public kb_documents reach customer_kb (checked against the source visibility).",
+            CUSTOMER_KB_INVARIANTS,
+            read=KB_READ_SQL,
         ),
     ]
 )

@@ -26,7 +26,8 @@ from datetime import timedelta
 import polars as pl
 
 from tradingmem_assets.defs.memory.facts import ASSET_CLASS_KEY, HORIZON_KEY, RISK_LEVEL_KEY
-from tradingmem_assets.lib.dtypes import UTC_TS
+from tradingmem_assets.lib import tables
+from tradingmem_assets.lib.columns import table_dtypes
 from tradingmem_assets.lib.sql_json import sql_literal
 
 FREQUENCY_WINDOW = timedelta(days=30)
@@ -88,26 +89,7 @@ FIELD_OWNERS: dict[str, str] = {
     "opened_at": "customers",
 }
 
-FIN_CUSTOMER_PROFILE_DTYPES = pl.Schema(
-    {
-        "customer_id": pl.String(),
-        "investor_type": pl.String(),
-        "total_asset": pl.Float64(),
-        "trading_frequency": pl.Int64(),
-        "behavior_score": pl.Float64(),
-        "preferred_asset_class": pl.String(),
-        "investment_horizon": pl.String(),
-        "risk_tags": pl.List(pl.String()),
-        "real_name": pl.String(),
-        "birth_date": pl.Date(),
-        "occupation": pl.String(),
-        "mobile_masked": pl.String(),
-        "opened_at": UTC_TS,
-        "generation_basis": pl.String(),
-        "snapshot_hash": pl.String(),
-        "profile_version": pl.Int64(),
-    }
-)
+FIN_CUSTOMER_PROFILE_DTYPES = table_dtypes(tables.FIN_CUSTOMER_PROFILE)
 # The rule each basis entry names (a short id, so 500,000 profiles stay small) and what it means.
 RULES: dict[str, str] = {
     "investor_type": "latest_questionnaire",

@@ -4,9 +4,10 @@ from __future__ import annotations
 
 import polars as pl
 
-CUSTOMER_KB_DTYPES = pl.Schema(
-    {"doc_id": pl.String(), "title": pl.String(), "body": pl.String(), "visibility": pl.String()}
-)
+from tradingmem_assets.lib import tables
+from tradingmem_assets.lib.columns import table_dtypes
+
+CUSTOMER_KB_DTYPES = table_dtypes(tables.CUSTOMER_KB)
 
 
 def customer_kb(documents: pl.DataFrame) -> pl.DataFrame:

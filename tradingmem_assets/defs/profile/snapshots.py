@@ -19,20 +19,10 @@ import duckdb
 import polars as pl
 
 from tradingmem_assets.defs.memory.facts import hashed_ids
-from tradingmem_assets.lib.dtypes import UTC_TS
+from tradingmem_assets.lib import tables
+from tradingmem_assets.lib.columns import table_dtypes
 
-PROFILE_SNAPSHOTS_DTYPES = pl.Schema(
-    {
-        "snapshot_id": pl.String(),
-        "customer_id": pl.String(),
-        "version": pl.Int64(),
-        "profile": pl.String(),
-        "generation_basis": pl.String(),
-        "snapshot_hash": pl.String(),
-        "is_current": pl.Boolean(),
-        "created_at": UTC_TS,
-    }
-)
+PROFILE_SNAPSHOTS_DTYPES = table_dtypes(tables.PROFILE_SNAPSHOTS)
 
 
 def latest_sql(snapshots: str) -> str:

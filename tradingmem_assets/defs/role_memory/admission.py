@@ -42,33 +42,11 @@ import pyarrow as pa
 from tradingmem_assets.defs.role_memory.admission_sql import ADMISSION_SCRIPT, STAGES
 from tradingmem_assets.defs.role_memory.reflection import outcome_sql
 from tradingmem_assets.lib import tables
+from tradingmem_assets.lib.columns import table_dtypes
 from tradingmem_assets.lib.dtypes import UTC_TS
 from tradingmem_assets.lib.warehouse import run_script, table_exists
 
-ROLE_CASES_DTYPES = pl.Schema(
-    {
-        "case_id": pl.String(),
-        "decision_id": pl.String(),
-        "role_id": pl.String(),
-        "symbol": pl.String(),
-        "scenario": pl.String(),
-        "direction": pl.String(),
-        "account_id": pl.String(),
-        "market": pl.String(),
-        "execution_id": pl.String(),
-        "primary_run_id": pl.String(),
-        "decision_text": pl.String(),
-        "outcome": pl.String(),
-        "status": pl.String(),
-        "reasons": pl.List(pl.String()),
-        "quarantined": pl.Boolean(),
-        "scoring_eligible": pl.Boolean(),
-        "provenance": pl.String(),
-        "created_at": UTC_TS,
-        "known_at": UTC_TS,
-        "updated_at": UTC_TS,
-    }
-)
+ROLE_CASES_DTYPES = table_dtypes(tables.ROLE_CASES)
 CONTENT_COLUMNS = [c for c in ROLE_CASES_DTYPES.names() if c not in ("case_id", "created_at", "updated_at")]
 
 # Reasons that only wait for time (settlement, evaluation); every other reason is permanent.

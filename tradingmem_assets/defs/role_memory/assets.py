@@ -6,9 +6,11 @@ materialization, so its checks and everything downstream are skipped. ``shadow``
 produce the same tables; only recall and manual reflection (CLI/API) differ.
 """
 
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
+from datetime import datetime
 
 import dagster as dg
+import duckdb
 import polars as pl
 
 from tradingmem_assets.defs.resources import WarehouseResource
@@ -44,15 +46,7 @@ OFF_MESSAGE = (
 )
 
 ROLE_CASES_INPUTS = [
-    raw_key(t)
-    for t in (
-        "trading_decisions",
-        "trade_previews",
-        "preview_consumptions",
-        "trade_executions",
-        "position_lifecycles",
-        "benchmark_profiles",
-    )
+    raw_key(t) for t in (*tables.EXECUTION_CHAIN, "position_lifecycles", "benchmark_profiles")
 ] + ["evaluation_runs", "evaluation_components"]
 ROLE_REFLECTIONS_INPUTS = [
     "role_cases",
@@ -102,45 +96,67 @@ def _counts_md(con, sql: str) -> dg.MetadataValue:
     return dg.MetadataValue.md("\n".join(f"- `{k}`: {n}" for k, n in rows))
 
 
-@table_asset(
+Build = Callable[
+    [dg.AssetExecutionContext, duckdb.DuckDBPyConnection, pl.DataFrame, datetime], dg.MaterializeResult
+]
+
+
+def role_memory_asset(name: str, *, deps: list, requires: tuple[str, ...], description: str):
+    """A role memory asset: in ``off`` mode it only records why it wrote nothing; otherwise it fails
+    clearly while a ``requires`` table is missing, then ``build(context, con, registry, as_of)``
+    writes the table and returns its materialization."""
+
+    def decorate(build: Build) -> dg.AssetsDefinition:
+        @table_asset(
+            name, group=tables.ROLE_MEMORY_GROUP, deps=deps, output_required=False, description=description
+        )
+        def _asset(context: dg.AssetExecutionContext, warehouse: WarehouseResource):
+            if ROLE_MEMORY_MODE == "off":
+                yield from _off(context)
+                return
+            as_of = warehouse.as_of_ts
+            registry = registry_frame(warehouse.registry().rows())
+            with warehouse.connect() as con:
+                require_tables(con, *requires)
+                result = build(context, con, registry, as_of)
+            yield result
+
+        return _asset
+
+    return decorate
+
+
+@role_memory_asset(
     "role_cases",
-    group=tables.ROLE_MEMORY_GROUP,
     deps=ROLE_CASES_INPUTS,
-    output_required=False,
+    requires=(tables.EVALUATION_RUNS, tables.EVALUATION_COMPONENTS),
     description="Fail-closed admission of every decision that names a role, with all reasons that apply.",
 )
-def role_cases(context: dg.AssetExecutionContext, warehouse: WarehouseResource):
-    if ROLE_MEMORY_MODE == "off":
-        yield from _off(context)
-        return
-    as_of = warehouse.as_of_ts
-    registry = registry_frame(warehouse.registry().rows())
-    with warehouse.connect() as con:
-        require_tables(con, tables.EVALUATION_RUNS, tables.EVALUATION_COMPONENTS)
-        admitted = admit(con, registry, as_of)
-        # Validated before COMMIT, from the table as written: a failure rolls back to the previous
-        # table (nothing is written).
-        with transaction(con):
-            write_cases(con, admitted, as_of)
-            invariants = validate_relation(
-                schemas.ROLE_CASES_INVARIANTS, with_chain(con), schemas.ROLE_CASES_OPAQUE
-            )
-            coverage = validate_relation(schemas.DECISION_COVERAGE_INVARIANTS, decision_coverage(con, as_of))
-            if not (invariants.passed and coverage.passed):
-                raise _failure("role_cases", invariants, coverage)
-            rebuild_recall_index(con)  # recall must never see an eligibility that changed
-        total = scalar(con, "SELECT count(*) FROM main.role_cases")
-        status = dict(con.execute("SELECT status, count(*) FROM main.role_cases GROUP BY status").fetchall())
-        # rows this run changed or added: the stored rows whose content differed, plus new ones
-        changed = total - scalar(con, f"SELECT count(*) FROM {UNCHANGED} WHERE updated_at IS NOT NULL")
-        reasons = _counts_md(
-            con,
-            "SELECT reason, count(*) FROM (SELECT unnest(reasons) AS reason FROM main.role_cases) GROUP BY 1",
+def role_cases(context, con, registry, as_of) -> dg.MaterializeResult:
+    admitted = admit(con, registry, as_of)
+    # Validated before COMMIT, from the table as written: a failure rolls back to the previous
+    # table (nothing is written).
+    with transaction(con):
+        write_cases(con, admitted, as_of)
+        invariants = validate_relation(
+            schemas.ROLE_CASES_INVARIANTS, with_chain(con), schemas.ROLE_CASES_OPAQUE
         )
+        coverage = validate_relation(schemas.DECISION_COVERAGE_INVARIANTS, decision_coverage(con, as_of))
+        if not (invariants.passed and coverage.passed):
+            raise _failure("role_cases", invariants, coverage)
+        rebuild_recall_index(con)  # recall must never see an eligibility that changed
+    total = scalar(con, "SELECT count(*) FROM main.role_cases")
+    status = dict(con.execute("SELECT status, count(*) FROM main.role_cases GROUP BY status").fetchall())
+    # rows this run changed or added: the stored rows whose content differed, plus new ones
+    changed = total - scalar(con, f"SELECT count(*) FROM {UNCHANGED} WHERE updated_at IS NOT NULL")
+    reasons = _counts_md(
+        con,
+        "SELECT reason, count(*) FROM (SELECT unnest(reasons) AS reason FROM main.role_cases) GROUP BY 1",
+    )
     context.log.info(f"role_cases at {as_of.isoformat()}: {total} cases, {status}")
-    yield dg.MaterializeResult(
+    return dg.MaterializeResult(
         metadata={
-            **table_metadata(tables.ROLE_CASES, pl.DataFrame(schema=ROLE_CASES_DTYPES), row_count=total),
+            **table_metadata(tables.ROLE_CASES, ROLE_CASES_DTYPES, row_count=total),
             "as_of": as_of.isoformat(),
             "role_memory_mode": ROLE_MEMORY_MODE,
             "eligible": status.get("eligible", 0),
@@ -166,43 +182,33 @@ def make_reflector(con) -> Reflector:
     return LLMReflector(client)
 
 
-@table_asset(
+@role_memory_asset(
     "role_reflections",
-    group=tables.ROLE_MEMORY_GROUP,
     deps=ROLE_REFLECTIONS_INPUTS,
-    output_required=False,
+    requires=(tables.ROLE_CASES, tables.EVALUATION_RUNS, tables.EVALUATION_COMPONENTS),
     description="Outcome classification and short role-specific lessons, once per case and primary run.",
 )
-def role_reflections(context: dg.AssetExecutionContext, warehouse: WarehouseResource):
-    if ROLE_MEMORY_MODE == "off":
-        yield from _off(context)
-        return
-    as_of = warehouse.as_of_ts
-    registry = registry_frame(warehouse.registry().rows())
-    with warehouse.connect() as con:
-        require_tables(con, tables.ROLE_CASES, tables.EVALUATION_RUNS, tables.EVALUATION_COMPONENTS)
-        ensure_usage_table(con)  # the budget ledger exists even while no LLM is configured
-        inputs = reflection_inputs(con, registry, as_of)
-        reflector = make_reflector(con)
-        # LLM calls (if any) happen here, each recorded in llm_usage at once: a failed write below
-        # must not erase what was spent.
-        batch = reflect(con, inputs, as_of, reflector)
-        checked = con.sql(
-            f"SELECT b.*, {chain_eligible_sql('rc')} AS case_chain_eligible FROM {batch.table} b "
-            "LEFT JOIN main.role_cases rc ON rc.case_id = b.case_id"
-        )
-        validation = validate_relation(schemas.REFLECTION_BATCH_INVARIANTS, checked)
-        if not validation.passed:
-            raise _failure("role_reflections", validation)
-        appended = record_reflections(con, batch.table)
-        total = scalar(con, "SELECT count(*) FROM main.role_reflections")
-        classifications = _counts_md(
-            con, f"SELECT classification, count(*) FROM {batch.table} GROUP BY classification"
-        )
+def role_reflections(context, con, registry, as_of) -> dg.MaterializeResult:
+    ensure_usage_table(con)  # the budget ledger exists even while no LLM is configured
+    inputs = reflection_inputs(con, registry, as_of)
+    reflector = make_reflector(con)
+    # LLM calls (if any) happen here, each recorded in llm_usage at once: a failed write below
+    # must not erase what was spent.
+    batch = reflect(con, inputs, as_of, reflector)
+    checked = con.sql(
+        f"SELECT b.*, {chain_eligible_sql('rc')} AS case_chain_eligible FROM {batch.table} b "
+        "LEFT JOIN main.role_cases rc ON rc.case_id = b.case_id"
+    )
+    validation = validate_relation(schemas.REFLECTION_BATCH_INVARIANTS, checked)
+    if not validation.passed:
+        raise _failure("role_reflections", validation)
+    appended = record_reflections(con, batch.table)
+    total = scalar(con, "SELECT count(*) FROM main.role_reflections")
+    classifications = _counts_md(
+        con, f"SELECT classification, count(*) FROM {batch.table} GROUP BY classification"
+    )
     meta = {
-        **table_metadata(
-            tables.ROLE_REFLECTIONS, pl.DataFrame(schema=ROLE_REFLECTIONS_DTYPES), row_count=total
-        ),
+        **table_metadata(tables.ROLE_REFLECTIONS, ROLE_REFLECTIONS_DTYPES, row_count=total),
         "as_of": as_of.isoformat(),
         "role_memory_mode": ROLE_MEMORY_MODE,
         "reflector": reflector.name,
@@ -225,37 +231,28 @@ def role_reflections(context: dg.AssetExecutionContext, warehouse: WarehouseReso
             )
         for warning in reflector.client.tracker.warnings:
             context.log.warning(f"llm budget soft threshold: {warning}")
-    yield dg.MaterializeResult(metadata=meta)
+    return dg.MaterializeResult(metadata=meta)
 
 
-@table_asset(
+@role_memory_asset(
     "role_stats",
-    group=tables.ROLE_MEMORY_GROUP,
     deps=["role_cases", "role_reflections", "evaluation_runs", "evaluation_components"],
-    output_required=False,
+    requires=(
+        tables.ROLE_CASES,
+        tables.ROLE_REFLECTIONS,
+        tables.EVALUATION_RUNS,
+        tables.EVALUATION_COMPONENTS,
+    ),
     description="Per role: case counts by status and class, win rate and mean excess return (primary runs).",
 )
-def role_stats_asset(context: dg.AssetExecutionContext, warehouse: WarehouseResource):
-    if ROLE_MEMORY_MODE == "off":
-        yield from _off(context)
-        return
-    as_of = warehouse.as_of_ts
-    registry = registry_frame(warehouse.registry().rows())
-    with warehouse.connect() as con:
-        require_tables(
-            con,
-            tables.ROLE_CASES,
-            tables.ROLE_REFLECTIONS,
-            tables.EVALUATION_RUNS,
-            tables.EVALUATION_COMPONENTS,
-        )
-        stats = role_stats(con, registry, as_of)
-        validation = validate(schemas.ROLE_STATS_INVARIANTS, stats)
-        if not validation.passed:
-            raise _failure("role_stats", validation)
-        with transaction(con):
-            replace_table(con, tables.ROLE_STATS, stats)
-    yield dg.MaterializeResult(
+def role_stats_asset(context, con, registry, as_of) -> dg.MaterializeResult:
+    stats = role_stats(con, registry, as_of)
+    validation = validate(schemas.ROLE_STATS_INVARIANTS, stats)
+    if not validation.passed:
+        raise _failure("role_stats", validation)
+    with transaction(con):
+        replace_table(con, tables.ROLE_STATS, stats)
+    return dg.MaterializeResult(
         metadata={
             **table_metadata(tables.ROLE_STATS, stats),
             "as_of": as_of.isoformat(),

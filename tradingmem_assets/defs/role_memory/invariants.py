@@ -21,7 +21,7 @@ import polars as pl
 from tradingmem_assets.defs.role_memory.reasons import PENDING_REASONS, QUARANTINE_REASONS
 from tradingmem_assets.defs.role_memory.reflection import LESSON_MAX_CHARS
 from tradingmem_assets.lib.dtypes import UTC_TS
-from tradingmem_assets.lib.validation import Validation, validate
+from tradingmem_assets.lib.validation import Validation, named_checks, validate
 from tradingmem_assets.lib.vocabulary import (
     CASE_REASONS,
     CASE_STATUSES,
@@ -47,43 +47,45 @@ def _ok(expr: pl.Expr):
 _n_reasons = pl.col("reasons").list.len()
 _eligible = pl.col("scoring_eligible")
 
-ELIGIBLE_IFF_NO_REASONS = _ok(
-    (_eligible == (_n_reasons == 0)) & (_eligible == (pl.col("status") == "eligible"))
-)
-QUARANTINED_NOT_ELIGIBLE = _ok(
-    (~pl.col("quarantined") | ~_eligible) & (pl.col("quarantined") == (pl.col("status") == "quarantined"))
-)
 _has_quarantine = pl.col("reasons").list.eval(pl.element().is_in(list(QUARANTINE_REASONS))).list.any()
 _has_permanent = pl.col("reasons").list.eval(~pl.element().is_in(list(PENDING_REASONS))).list.any()
-STATUS_FOLLOWS_REASONS = _ok(
-    pl.when(_has_quarantine)
-    .then(pl.col("status") == "quarantined")
-    .when(_has_permanent)
-    .then(pl.col("status") == "ineligible")
-    .when(_n_reasons > 0)
-    .then(pl.col("status") == "pending")
-    .otherwise(pl.col("status") == "eligible")
-)
-KNOWN_REASON_CODES = _ok(
-    pl.col("reasons").list.eval(pl.element().is_in(KNOWN_REASONS)).list.all() | (_n_reasons == 0)
-)
-ELIGIBLE_ONLY_MANUAL_SOURCE = _ok(
-    ~_eligible
-    | (
-        pl.col("chain_source").is_in(list(MANUAL_SOURCES))
-        & (pl.col("chain_automation_flag") == False)  # noqa: E712 - polars expression
-        & ((pl.col("chain_source") != "manual_external") | (pl.col("chain_source_verified") == True))  # noqa: E712
-    )
-)
-ELIGIBLE_HAS_CHAIN = _ok(
-    ~_eligible
-    | (
-        pl.col("execution_id").is_not_null()
-        & pl.col("primary_run_id").is_not_null()
-        & pl.col("outcome").is_not_null()
-    )
-)
-
+# a role case's rules over whole rows, by the check name a failure reports
+ROLE_CASES_RULES = {
+    "eligible_iff_reasons_empty_iff_status_eligible": _ok(
+        (_eligible == (_n_reasons == 0)) & (_eligible == (pl.col("status") == "eligible"))
+    ),
+    "quarantined_implies_not_eligible": _ok(
+        (~pl.col("quarantined") | ~_eligible) & (pl.col("quarantined") == (pl.col("status") == "quarantined"))
+    ),
+    "status_follows_from_reasons": _ok(
+        pl.when(_has_quarantine)
+        .then(pl.col("status") == "quarantined")
+        .when(_has_permanent)
+        .then(pl.col("status") == "ineligible")
+        .when(_n_reasons > 0)
+        .then(pl.col("status") == "pending")
+        .otherwise(pl.col("status") == "eligible")
+    ),
+    "reasons_are_known_codes": _ok(
+        pl.col("reasons").list.eval(pl.element().is_in(KNOWN_REASONS)).list.all() | (_n_reasons == 0)
+    ),
+    "eligible_implies_manual_source_without_automation": _ok(
+        ~_eligible
+        | (
+            pl.col("chain_source").is_in(list(MANUAL_SOURCES))
+            & (pl.col("chain_automation_flag") == False)  # noqa: E712 - polars expression
+            & ((pl.col("chain_source") != "manual_external") | (pl.col("chain_source_verified") == True))  # noqa: E712
+        )
+    ),
+    "eligible_implies_execution_run_and_outcome": _ok(
+        ~_eligible
+        | (
+            pl.col("execution_id").is_not_null()
+            & pl.col("primary_run_id").is_not_null()
+            & pl.col("outcome").is_not_null()
+        )
+    ),
+}
 ROLE_CASES_INVARIANTS = pa.DataFrameSchema(
     {
         "case_id": pa.Column(pl.String, unique=True),
@@ -111,14 +113,7 @@ ROLE_CASES_INVARIANTS = pa.DataFrameSchema(
         "chain_source_verified": pa.Column(pl.Boolean, nullable=True),
     },
     name="role_cases",
-    checks=[
-        pa.Check(ELIGIBLE_IFF_NO_REASONS, name="eligible_iff_reasons_empty_iff_status_eligible"),
-        pa.Check(QUARANTINED_NOT_ELIGIBLE, name="quarantined_implies_not_eligible"),
-        pa.Check(STATUS_FOLLOWS_REASONS, name="status_follows_from_reasons"),
-        pa.Check(KNOWN_REASON_CODES, name="reasons_are_known_codes"),
-        pa.Check(ELIGIBLE_ONLY_MANUAL_SOURCE, name="eligible_implies_manual_source_without_automation"),
-        pa.Check(ELIGIBLE_HAS_CHAIN, name="eligible_implies_execution_run_and_outcome"),
-    ],
+    checks=named_checks(ROLE_CASES_RULES),
 )
 
 # Long text of a role case that is only checked for its type and nulls (see ``validate_relation``).

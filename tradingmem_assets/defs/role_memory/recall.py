@@ -20,6 +20,7 @@ from __future__ import annotations
 from dataclasses import asdict, dataclass
 from datetime import UTC, datetime
 from pathlib import Path
+from typing import Any
 
 import duckdb
 
@@ -110,6 +111,7 @@ WHERE {chain_eligible_sql("rc")} AND v.classification IN ({_RECALLABLE})
 ORDER BY rc.role_id, tie
 """
 
+
 def rebuild_recall_index(con: duckdb.DuckDBPyConnection) -> bool:
     """Rebuild the recall index from role_cases and role_reflections (call inside the writer's transaction).
 
@@ -157,22 +159,21 @@ def search_cases(
 def recall(
     role_id: str,
     query: str,
-    symbol: str | None = None,
-    scenario: str | None = None,
-    k: int = 5,
-    as_of: str | datetime | None = None,
     *,
     db: str | Path | None = None,
     con: duckdb.DuckDBPyConnection | None = None,
+    **filters: Any,
 ) -> list[RecallHit]:
     """Recall a role's lessons and success patterns; refused unless ROLE_MEMORY_MODE=active.
 
-    Reads the warehouse read-only (``TRADINGMEM_DB`` unless ``db`` or an open ``con`` is given).
-    Without ``as_of``, "now" is ``TRADINGMEM_AS_OF`` when set (a replay), else no time limit.
+    ``filters`` are those of ``search_cases`` (``symbol``, ``scenario``, ``k``, ``as_of``). Reads the
+    warehouse read-only (``TRADINGMEM_DB`` unless ``db`` or an open ``con`` is given). Without
+    ``as_of``, "now" is ``TRADINGMEM_AS_OF`` when set (a replay), else no time limit.
     """
     require_active("recall")
-    as_of = as_of if as_of is not None else default_as_of()
+    if filters.get("as_of") is None:
+        filters["as_of"] = default_as_of()
     if con is not None:
-        return search_cases(con, role_id, query, symbol, scenario, k, as_of)
+        return search_cases(con, role_id, query, **filters)
     with connection(db or default_db_path(), read_only=True) as ro:
-        return search_cases(ro, role_id, query, symbol, scenario, k, as_of)
+        return search_cases(ro, role_id, query, **filters)

@@ -25,28 +25,14 @@ import polars as pl
 from tradingmem_assets.defs.role_memory.reasons import chain_eligible_sql
 from tradingmem_assets.defs.role_memory.recall import RECALL_INDEX, rebuild_recall_index
 from tradingmem_assets.lib import tables
-from tradingmem_assets.lib.dtypes import UTC_TS
+from tradingmem_assets.lib.columns import table_dtypes
 from tradingmem_assets.lib.vocabulary import TRAINABLE_CLASSES
 from tradingmem_assets.lib.warehouse import ensure_table, read_frame, run_script, table_exists, transaction
 
 LESSON_MAX_CHARS = 280
 DETERMINISTIC = "deterministic"
 
-ROLE_REFLECTIONS_DTYPES = pl.Schema(
-    {
-        "reflection_id": pl.String(),
-        "case_id": pl.String(),
-        "role_id": pl.String(),
-        "run_id": pl.String(),
-        "classification": pl.String(),
-        "trainable": pl.Boolean(),
-        "outcome": pl.String(),
-        "lesson": pl.String(),
-        "reflector": pl.String(),
-        "reflected_at": UTC_TS,
-        "known_at": UTC_TS,
-    }
-)
+ROLE_REFLECTIONS_DTYPES = table_dtypes(tables.ROLE_REFLECTIONS)
 
 
 def outcome_sql(excess: str, band: str) -> str:

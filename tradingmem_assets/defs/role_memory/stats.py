@@ -8,31 +8,11 @@ from datetime import datetime
 import duckdb
 import polars as pl
 
+from tradingmem_assets.lib import tables
+from tradingmem_assets.lib.columns import table_dtypes
 from tradingmem_assets.lib.warehouse import read_frame
 
-ROLE_STATS_DTYPES = pl.Schema(
-    {
-        "role_id": pl.String(),
-        "declared": pl.Boolean(),
-        "cases": pl.Int64(),
-        "eligible": pl.Int64(),
-        "pending": pl.Int64(),
-        "ineligible": pl.Int64(),
-        "quarantined": pl.Int64(),
-        "reflected": pl.Int64(),
-        "variance": pl.Int64(),
-        "exogenous": pl.Int64(),
-        "missing_data": pl.Int64(),
-        "logic_error": pl.Int64(),
-        "sound": pl.Int64(),
-        "scored": pl.Int64(),
-        "wins": pl.Int64(),
-        "losses": pl.Int64(),
-        "flats": pl.Int64(),
-        "win_rate": pl.Float64(),
-        "mean_excess_return": pl.Float64(),
-    }
-)
+ROLE_STATS_DTYPES = table_dtypes(tables.ROLE_STATS)
 
 # Scores come only from the primary, complete evaluation run of scoring-eligible cases; nothing
 # else (legacy scores, migrated_role_cases, non-primary versions) is ever read here.

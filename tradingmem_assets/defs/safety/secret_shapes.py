@@ -56,10 +56,20 @@ _ENV_REF_RE = re.compile(
 )
 _URL_RE = re.compile(r"[a-z][a-z0-9+.\-]{1,30}://\S*", re.I)
 _SYMBOL_RE = re.compile(r"[A-Z]{2,10}(?:[/\-:][A-Z]{2,10})?")
-_ETH_ADDRESS_RE = re.compile(r"0x[0-9a-fA-F]{40}")
+_ETH_ADDRESS = r"0x[0-9a-fA-F]{40}"
+_ETH_ADDRESS_RE = re.compile(_ETH_ADDRESS)
+# what may be shown under a key-like name: public addresses and public keys, never secrets
 PUBLIC_ADDRESS_RE = re.compile(
-    r"0x[0-9a-fA-F]{40}|(?:bc1|tb1)[02-9ac-hj-np-z]{11,71}|[13][1-9A-HJ-NP-Za-km-z]{25,34}|"
-    r"[1-9A-HJ-NP-Za-km-z]{32,44}|0[23][0-9a-fA-F]{64}|04[0-9a-fA-F]{128}"
+    "|".join(
+        (
+            _ETH_ADDRESS,
+            r"(?:bc1|tb1)[02-9ac-hj-np-z]{11,71}",  # Bitcoin bech32
+            r"[13][1-9A-HJ-NP-Za-km-z]{25,34}",  # Bitcoin legacy (base58)
+            r"[1-9A-HJ-NP-Za-km-z]{32,44}",  # base58 addresses (e.g. Solana)
+            r"0[23][0-9a-fA-F]{64}",  # compressed public key
+            r"04[0-9a-fA-F]{128}",  # uncompressed public key
+        )
+    )
 )
 _UUID_RE = re.compile(r"[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}")
 _ISO_TIME_RE = re.compile(
