@@ -73,30 +73,23 @@ QUIET = "CRITICAL"
     "--verbose", is_flag=True, help="With --run: print the run's Dagster event log (stderr) as it goes."
 )
 @json_option
-def demo(
-    scale: float,
-    seed: int | None,
-    landing: str | None,
-    run_job: bool,
-    days: int,
-    verbose: bool,
-    as_json: bool,
-):
+def demo(as_json: bool, **options):
     """Write the demo world (seeded, deterministic) and optionally run the main job on it.
 
     With --run and no TRADINGMEM_AS_OF, the run's as_of is the demo world's anchor, so the
     demo's open windows, active sessions and fresh memory units look the way they were built.
     """
-    if not scale > 0:
-        raise click.BadParameter(f"{scale} is not a positive scale factor", param_hint="'--scale'")
+    if not options["scale"] > 0:
+        raise click.BadParameter(f"{options['scale']} is not a positive scale factor", param_hint="'--scale'")
     terminal = not as_json and is_terminal()
     with terminal_console() if terminal else nullcontext(None if as_json else console()) as out:
-        return _demo(out, terminal, scale, seed, landing, run_job, days, verbose)
+        return _demo(out, terminal, **options)
 
 
 def _demo(
     out: Console | None,
     terminal: bool,
+    *,
     scale: float,
     seed: int | None,
     landing: str | None,
