@@ -3,7 +3,8 @@
 Nothing is dropped silently: every row read ends up either accepted or in the rejects frame
 with every reason that applies, so ``rows_read == accepted + rejected`` always holds. A Parquet
 file is ingested ``CHUNK_ROWS`` rows at a time (``ingest_chunks``), so a large file never sits in
-Python whole; a key seen in an earlier chunk makes a later row a ``duplicate_key``, as in one pass.
+Python whole; a key seen in an earlier chunk makes a later row a ``duplicate_key``, as in one pass
+(earlier keys are kept as pairs of 64-bit hashes, ``SeenKeys``: 16 bytes a row, whatever the key).
 Typing is one set-based DuckDB ``TRY_CAST`` pass; the value rules are the Pandera schema of
 ``schemas.landing``; its failure cases (with their row index) become reject reasons.
 """
@@ -16,6 +17,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import duckdb
+import numpy as np
 import pandera.polars as pa
 import polars as pl
 import pyarrow.parquet as pq
@@ -187,10 +189,10 @@ def ingest_frame(
     frame: pl.DataFrame,
     source_file: str | None,
     first_row: int = 1,
-    seen_keys: pl.DataFrame | None = None,
+    seen_keys: SeenKeys | None = None,
 ) -> IngestResult:
     """Type and validate an already-read landing frame whose first row is row ``first_row`` of its
-    file; an otherwise valid row whose key is in ``seen_keys`` (earlier chunks) is a duplicate."""
+    file; an otherwise valid row whose key is in ``seen_keys`` (earlier chunks') is a duplicate."""
     spec = LANDING_TABLES[table]
     ragged = (
         frame.with_row_index(ROW, offset=1)
@@ -240,8 +242,8 @@ def ingest_frame(
     # among rows that are otherwise valid, the first occurrence of a key wins
     valid = typed.with_row_index("idx").filter(~is_bad)
     dup = valid.filter(pl.int_range(pl.len()).over(list(spec.key)) > 0)
-    if seen_keys is not None and seen_keys.height:
-        earlier = valid.join(seen_keys, on=list(spec.key), how="semi", nulls_equal=True)
+    if seen_keys is not None and len(seen_keys.h0):
+        earlier = valid.filter(seen_keys.contains(valid))
         dup = pl.concat([dup, earlier]).unique("idx").sort("idx")
     dup = dup.select(pl.col("idx").cast(pl.Int64), pl.lit("duplicate_key").alias("reason"))
     per_row = (
@@ -324,12 +326,46 @@ def ingest_chunks(landing_dir: Path, table: str) -> Iterator[IngestResult]:
     if path is None:
         yield IngestResult(table, None, 0, spec.empty(), pl.DataFrame(schema=RAW_REJECTS_DTYPES), ())
         return
-    seen: pl.DataFrame | None = None
+    seen = SeenKeys(spec.key)
     for first_row, frame in landing_chunks(path):
         result = ingest_frame(table, frame, str(path), first_row=first_row, seen_keys=seen)
-        keys = result.accepted.select(list(spec.key))
-        seen = keys if seen is None else pl.concat([seen, keys])
+        seen.add(result.accepted)
         yield result
+
+
+class SeenKeys:
+    """The keys accepted from earlier chunks, as two independent 64-bit hashes each, kept sorted by
+    the first (16 bytes a key, whatever the key): a false duplicate would need both to collide, the
+    odds the project's 64-bit ids already take."""
+
+    def __init__(self, key: tuple[str, ...]):
+        self.key = list(key)
+        self.h0 = np.empty(0, dtype=np.uint64)
+        self.h1 = np.empty(0, dtype=np.uint64)
+
+    def _hashes(self, frame: pl.DataFrame) -> tuple[np.ndarray, np.ndarray]:
+        row = frame.select(pl.struct(self.key).alias("k")).get_column("k")
+        return row.hash(seed=0).to_numpy(), row.hash(seed=1).to_numpy()
+
+    def add(self, frame: pl.DataFrame) -> None:
+        h0, h1 = self._hashes(frame)
+        order = np.argsort(h0, kind="stable")
+        at = np.searchsorted(self.h0, h0[order])
+        self.h0, self.h1 = np.insert(self.h0, at, h0[order]), np.insert(self.h1, at, h1[order])
+
+    def contains(self, frame: pl.DataFrame) -> np.ndarray:
+        """Per row of ``frame``: whether its key was seen."""
+        h0, h1 = self._hashes(frame)
+        order = np.argsort(h0)  # sorted probes walk the sorted hashes in one direction: cache-friendly
+        lo, hi = np.empty(len(h0), dtype=np.intp), np.empty(len(h0), dtype=np.intp)
+        lo[order] = np.searchsorted(self.h0, h0[order], "left")
+        hi[order] = np.searchsorted(self.h0, h0[order], "right")
+        found = np.zeros(len(h0), dtype=bool)
+        one = hi - lo == 1
+        found[one] = self.h1[lo[one]] == h1[one]
+        for i in np.flatnonzero(hi - lo > 1):  # two earlier keys share a first hash: compare both
+            found[i] = bool((self.h1[lo[i] : hi[i]] == h1[i]).any())
+        return found
 
 
 def ingest_table(landing_dir: Path, table: str) -> IngestResult:
