@@ -84,23 +84,8 @@ def _default(value: Any) -> Any:
     return str(value)
 
 
-# numbers printed for people (and under --json) show at most this many decimals (SPEC section 18)
-JSON_DECIMALS = 4
-
-
-def round_floats(value: Any, decimals: int = JSON_DECIMALS) -> Any:
-    """A document with every float rounded (dicts, lists and tuples walked)."""
-    if isinstance(value, float):
-        return round(value, decimals)
-    if isinstance(value, dict):
-        return {k: round_floats(v, decimals) for k, v in value.items()}
-    if isinstance(value, list | tuple):
-        return [round_floats(v, decimals) for v in value]
-    return value
-
-
 def to_json(document: Any) -> str:
-    return json.dumps(round_floats(document), default=_default, ensure_ascii=False, indent=2, sort_keys=False)
+    return json.dumps(document, default=_default, ensure_ascii=False, indent=2, sort_keys=False)
 
 
 def json_option(fn: Callable) -> Callable:
