@@ -133,15 +133,18 @@ def validate_by_customer(
 ) -> Validation:
     """Validate every row of ``query(condition)`` one customer range at a time; ``condition``
     restricts ``customer_id`` to the range."""
-    failures = []
-    for lo, hi in ranges:
-        bounds = {name: value for name, value in (("lo", lo), ("hi", hi)) if value is not None}
-        condition = " AND ".join(
-            {"lo": "customer_id >= $lo", "hi": "customer_id < $hi"}[name] for name in bounds
-        )
-        frame = con.sql(query(condition or "true"), params={**(params or {}), **bounds} or None).pl()
-        failures.append(validate(schema, as_utc(frame)).failure_cases)
-    return Validation(schema.name or "schema", pl.concat(failures))
+
+    def frames() -> Iterator[pl.DataFrame]:
+        for lo, hi in ranges:
+            bounds = {name: value for name, value in (("lo", lo), ("hi", hi)) if value is not None}
+            condition = " AND ".join(
+                {"lo": "customer_id >= $lo", "hi": "customer_id < $hi"}[name] for name in bounds
+            )
+            yield as_utc(
+                con.sql(query(condition or "true"), params={**(params or {}), **bounds} or None).pl()
+            )
+
+    return validate_frames(schema, frames())[0]
 
 
 def rule(rules: dict[str, Callable], name: str) -> Callable[[Callable], Callable]:

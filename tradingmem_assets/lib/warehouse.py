@@ -7,6 +7,7 @@ Arrow, never through Python rows.
 
 from __future__ import annotations
 
+import re
 import time
 from collections.abc import Iterator, Mapping, Sequence
 from contextlib import contextmanager
@@ -151,7 +152,9 @@ def read_columns(
     return read_frame(con, f"SELECT {cols} FROM {table}{suffix}")
 
 
-def run_script(con: duckdb.DuckDBPyConnection, script: str, params: Mapping[str, object] | None = None) -> None:
+def run_script(
+    con: duckdb.DuckDBPyConnection, script: str, params: Mapping[str, object] | None = None
+) -> None:
     """Execute the statements of ``script`` (each ending with ``;`` at a line end, so no comment may
     end a line with one) in order, each with the named parameters it uses: DuckDB binds parameters
     to one statement at a time."""
@@ -159,6 +162,22 @@ def run_script(con: duckdb.DuckDBPyConnection, script: str, params: Mapping[str,
         if statement:
             used = {name: value for name, value in (params or {}).items() if f"${name}" in statement}
             con.execute(statement, used or None).fetchall()
+
+
+_STAGE = re.compile(r"CREATE OR REPLACE TEMP TABLE (\w+)")
+
+
+def run_stages(
+    con: duckdb.DuckDBPyConnection, script: str, params: Mapping[str, object] | None, keep: str
+) -> None:
+    """``run_script`` a script of temp-table stages whose last table is ``keep``; the other temp
+    tables it creates (its stages) are dropped afterwards, whether it succeeded or not."""
+    stages = [name for name in dict.fromkeys(_STAGE.findall(script)) if name != keep]
+    try:
+        run_script(con, script, params)
+    finally:
+        for name in stages:
+            con.execute(f"DROP TABLE IF EXISTS {name}")
 
 
 def scalar(con: duckdb.DuckDBPyConnection, sql: str, params: Sequence | None = None):

@@ -91,12 +91,12 @@ def evaluation(context: dg.AssetExecutionContext, warehouse: WarehouseResource):
             ).fetchall()
             append_components(con)
         appended = scalar(con, "SELECT count(*) FROM _ev_fresh")
-        [(run_rows, primary_runs)] = con.execute(
-            f"SELECT count(*), count(*) FILTER (WHERE is_primary) FROM {tables.EVALUATION_RUNS}"
+        by_status = con.execute(
+            f"SELECT status, count(*), count(*) FILTER (WHERE is_primary) FROM {tables.EVALUATION_RUNS} "
+            "GROUP BY status"
         ).fetchall()
-        status_counts = dict(
-            con.execute(f"SELECT status, count(*) FROM {tables.EVALUATION_RUNS} GROUP BY status").fetchall()
-        )
+        status_counts = {status: n for status, n, _ in by_status}
+        run_rows, primary_runs = sum(status_counts.values()), sum(p for _, _, p in by_status)
         primaries = scalar(con, f"SELECT count(*) FROM {tables.EVALUATION_PRIMARIES}")
         total_components = scalar(con, "SELECT count(*) FROM main.evaluation_components")
         orphans = scalar(

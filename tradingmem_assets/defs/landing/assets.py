@@ -63,7 +63,7 @@ def _landing_asset(spec: LandingTable) -> dg.AssetsDefinition:
                 },
             )
             return
-        rows_read, source_file, filled, frame = 0, None, (), None
+        rows_read, source_file, filled = 0, None, ()
         try:
             with warehouse.connect() as con, transaction(con):
                 ensure_table(con, tables.RAW_REJECTS, pl.DataFrame(schema=RAW_REJECTS_DTYPES))
@@ -73,11 +73,7 @@ def _landing_asset(spec: LandingTable) -> dg.AssetsDefinition:
                     write(con, f"raw.{spec.name}", chunk.accepted)
                     append_rows(con, tables.RAW_REJECTS, chunk.rejects)
                     rows_read += chunk.rows_read
-                    source_file, filled, frame = (
-                        chunk.source_file,
-                        chunk.filled_columns,
-                        chunk.accepted.head(0),
-                    )
+                    source_file, filled = chunk.source_file, chunk.filled_columns
                 accepted = scalar(con, f"SELECT count(*) FROM raw.{spec.name}")
                 rejected = scalar(
                     con, f"SELECT count(*) FROM {tables.RAW_REJECTS} WHERE table_name = ?", [spec.name]
@@ -93,7 +89,7 @@ def _landing_asset(spec: LandingTable) -> dg.AssetsDefinition:
             context.log.info(f"no landing file for {spec.name}: raw.{spec.name} is an empty table")
         yield dg.MaterializeResult(
             metadata={
-                **table_metadata(f"raw.{spec.name}", frame, row_count=accepted),
+                **table_metadata(f"raw.{spec.name}", spec.polars_schema(), row_count=accepted),
                 "source_file": dg.MetadataValue.text(source_file or "(none: empty table)"),
                 "rows_read": rows_read,
                 "accepted": accepted,

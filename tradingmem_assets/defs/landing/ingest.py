@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import csv
 from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -72,46 +73,47 @@ def read_landing_file(path: Path) -> pl.DataFrame:
     the well-formed rows, numbered as in the file (``__row_number``), and ``ragged_lines`` says
     which lines were cut out, so they become reject rows with the raw line.
     """
-    try:
+    with _reading(path):
         if path.suffix == ".csv":
             try:
                 return pl.read_csv(path, infer_schema=False, truncate_ragged_lines=False)
             except pl.exceptions.ComputeError:
                 return _read_ragged_csv(path)
         return pl.read_parquet(path)
-    except LandingFileError:
-        raise
-    except Exception as exc:  # any reader failure means the file as a whole is unusable
-        raise LandingFileError(f"cannot read landing file {path}: {exc}") from exc
 
 
 def landing_chunks(path: Path) -> Iterator[tuple[int, pl.DataFrame]]:
     """(number of its first row, frame) per chunk: Parquet in record batches of ``CHUNK_ROWS``, CSV
     whole. An empty file is one empty chunk (its columns are still checked)."""
-    rows = CHUNK_ROWS
     if path.suffix != ".csv":
-        try:
+        with _reading(path):
             parquet = pq.ParquetFile(path)
-            if parquet.metadata.num_rows > rows:
+            if parquet.metadata.num_rows > CHUNK_ROWS:
                 first = 1
-                for batch in parquet.iter_batches(batch_size=rows):
-                    frame = pl.from_arrow(batch)
-                    yield first, frame  # type: ignore[misc]
+                for batch in parquet.iter_batches(batch_size=CHUNK_ROWS):
+                    yield first, pl.from_arrow(batch)  # type: ignore[misc]
                     first += batch.num_rows
                 return
-        except Exception as exc:  # any reader failure means the file as a whole is unusable
-            raise LandingFileError(f"cannot read landing file {path}: {exc}") from exc
     yield 1, read_landing_file(path)
 
 
 def count_landing_rows(path: Path) -> int:
     """Rows of a landing file (Parquet from its footer; a CSV's records, ragged ones included)."""
     if path.suffix != ".csv":
-        try:
+        with _reading(path):
             return pq.ParquetFile(path).metadata.num_rows
-        except Exception as exc:
-            raise LandingFileError(f"cannot read landing file {path}: {exc}") from exc
     return read_landing_file(path).height
+
+
+@contextmanager
+def _reading(path: Path) -> Iterator[None]:
+    """Any reader failure means the file as a whole is unusable: one error naming it."""
+    try:
+        yield
+    except LandingFileError:
+        raise
+    except Exception as exc:
+        raise LandingFileError(f"cannot read landing file {path}: {exc}") from exc
 
 
 RAGGED = "__ragged_line"
@@ -242,7 +244,7 @@ def ingest_frame(
     # among rows that are otherwise valid, the first occurrence of a key wins
     valid = typed.with_row_index("idx").filter(~is_bad)
     dup = valid.filter(pl.int_range(pl.len()).over(list(spec.key)) > 0)
-    if seen_keys is not None and len(seen_keys.h0):
+    if seen_keys:
         earlier = valid.filter(seen_keys.contains(valid))
         dup = pl.concat([dup, earlier]).unique("idx").sort("idx")
     dup = dup.select(pl.col("idx").cast(pl.Int64), pl.lit("duplicate_key").alias("reason"))
@@ -342,6 +344,9 @@ class SeenKeys:
         self.key = list(key)
         self.h0 = np.empty(0, dtype=np.uint64)
         self.h1 = np.empty(0, dtype=np.uint64)
+
+    def __len__(self) -> int:
+        return len(self.h0)
 
     def _hashes(self, frame: pl.DataFrame) -> tuple[np.ndarray, np.ndarray]:
         row = frame.select(pl.struct(self.key).alias("k")).get_column("k")

@@ -71,7 +71,9 @@ def _digest(parts: list[bytes]) -> str:
 def code_fingerprint() -> str:
     """The package's source and data files and the versions of the libraries that compute derived rows."""
     sources = sorted(
-        p for p in PACKAGE.rglob("*") if p.suffix in (".py", ".yaml", ".toml") and "__pycache__" not in p.parts
+        p
+        for p in PACKAGE.rglob("*")
+        if p.suffix in (".py", ".yaml", ".toml") and "__pycache__" not in p.parts
     )
     versions = [f"{name}=={metadata.version(name)}".encode() for name in COMPUTING_LIBRARIES]
     return _digest(

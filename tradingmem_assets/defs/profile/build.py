@@ -43,7 +43,7 @@ from tradingmem_assets.lib.sql_json import (
     lower_hex_escapes,
     sql_literal,
 )
-from tradingmem_assets.lib.warehouse import run_script
+from tradingmem_assets.lib.warehouse import run_stages
 
 # Unicode White_Space (what Polars' and Rust's ``\s`` match) as an RE2 class body: DuckDB's ``\s``
 # is ASCII only.
@@ -88,20 +88,6 @@ SELF_REPORTS_VIEW = "_profile_self_reports"
 # which DuckDB spills under its memory limit: one query over all of it ran out of memory at SF 30).
 # Reads raw.customers, raw.questionnaire_results, raw.customer_transactions,
 # main.user_facts, main.memory_promotions and the self-report lookup.
-PROFILE_STAGES = tuple(
-    f"_pf_{name}"
-    for name in (
-        "base",
-        "latest_questionnaire",
-        "balance",
-        "window_tx",
-        "recent",
-        "chosen_facts",
-        "held_back",
-        "subject",
-        "buys",
-    )
-)
 PROFILE_INPUTS_SCRIPT = f"""
 CREATE OR REPLACE TEMP TABLE _pf_base AS (
     SELECT customer_id, real_name, birth_date, occupation, mobile, opened_at
@@ -228,11 +214,9 @@ def create_profiles(con: duckdb.DuckDBPyConnection, as_of: datetime, table: str)
     inputs = f"{table}_inputs"
     con.register(SELF_REPORTS_VIEW, self_reports(reported.get_column("fact_value")))
     try:
-        run_script(con, PROFILE_INPUTS_SCRIPT.replace("__INTO__", inputs), {"as_of": as_of})
+        run_stages(con, PROFILE_INPUTS_SCRIPT.replace("__INTO__", inputs), {"as_of": as_of}, keep=inputs)
     finally:
         con.unregister(SELF_REPORTS_VIEW)
-        for stage in PROFILE_STAGES:
-            con.execute(f"DROP TABLE IF EXISTS {stage}")
     con.execute(f"CREATE OR REPLACE TEMP TABLE {table} AS {_with_profile_sql(inputs)}")
     con.execute(f"DROP TABLE {inputs}")
 

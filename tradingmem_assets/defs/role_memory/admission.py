@@ -39,12 +39,12 @@ import duckdb
 import polars as pl
 import pyarrow as pa
 
-from tradingmem_assets.defs.role_memory.admission_sql import ADMISSION_SCRIPT, STAGES
+from tradingmem_assets.defs.role_memory.admission_sql import ADMISSION_SCRIPT
 from tradingmem_assets.defs.role_memory.reflection import outcome_sql
 from tradingmem_assets.lib import tables
 from tradingmem_assets.lib.columns import table_dtypes
 from tradingmem_assets.lib.dtypes import UTC_TS
-from tradingmem_assets.lib.warehouse import run_script, table_exists
+from tradingmem_assets.lib.warehouse import run_stages, table_exists
 
 ROLE_CASES_DTYPES = table_dtypes(tables.ROLE_CASES)
 CONTENT_COLUMNS = [c for c in ROLE_CASES_DTYPES.names() if c not in ("case_id", "created_at", "updated_at")]
@@ -172,9 +172,7 @@ def admit(
             },
         ):
             script = ADMISSION_SCRIPT.format(into=into, outcome=outcome_sql("excess_return", "noise_band"))
-            run_script(con, script, {"as_of": as_of})
+            run_stages(con, script, {"as_of": as_of}, keep=into)
     finally:
         con.unregister("_tm_roles")
-        for stage in STAGES:
-            con.execute(f"DROP TABLE IF EXISTS {stage}")
     return into

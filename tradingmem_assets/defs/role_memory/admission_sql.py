@@ -10,8 +10,6 @@ cases and ``{outcome}`` is ``reflection.outcome_sql``.
 from tradingmem_assets.defs.role_memory.reasons import PENDING_REASONS, QUARANTINE_REASONS
 from tradingmem_assets.lib.vocabulary import AUTOMATED_SOURCES, LINK_FIELDS, MANUAL_SOURCES
 
-STAGES = ("_adm_d", "_adm_pv", "_adm_pos", "_adm_consumed", "_adm_links", "_adm_link_agg", "_adm_runs")
-
 
 def _sql_list(values: tuple[str, ...]) -> str:
     return "[" + ", ".join(f"'{v}'" for v in values) + "]"

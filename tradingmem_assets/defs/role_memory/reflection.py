@@ -27,7 +27,7 @@ from tradingmem_assets.defs.role_memory.recall import RECALL_INDEX, rebuild_reca
 from tradingmem_assets.lib import tables
 from tradingmem_assets.lib.columns import table_dtypes
 from tradingmem_assets.lib.vocabulary import TRAINABLE_CLASSES
-from tradingmem_assets.lib.warehouse import ensure_table, read_frame, run_script, table_exists, transaction
+from tradingmem_assets.lib.warehouse import ensure_table, read_frame, run_stages, table_exists, transaction
 
 LESSON_MAX_CHARS = 280
 DETERMINISTIC = "deterministic"
@@ -134,7 +134,6 @@ REFLECTION_BATCH = "_tm_reflection_batch"
 # The run's numbers are only needed for lessons: ``TRAINABLE_ROWS_SQL`` adds them to trainable rows.
 # In stages (narrow temp tables DuckDB can spill): the (case, run) pairs first, then only their two
 # measured components, then the wide rows; one query over all of it ran out of memory at SF 30.
-INPUTS_STAGES = ("_rf_pos", "_rf_events", "_rf_pairs", "_rf_components")
 INPUTS_SCRIPT = """
 CREATE OR REPLACE TEMP TABLE _rf_pos AS
 SELECT execution_id, max(closed_at) AS closed_at
@@ -228,11 +227,9 @@ def reflection_inputs(
     )
     con.register("_tm_roles", registry)
     try:
-        run_script(con, script, {"as_of": as_of, "case_id": case_id})
+        run_stages(con, script, {"as_of": as_of, "case_id": case_id}, keep=into)
     finally:
         con.unregister("_tm_roles")
-        for stage in INPUTS_STAGES:
-            con.execute(f"DROP TABLE IF EXISTS {stage}")
     return into
 
 
