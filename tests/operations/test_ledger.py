@@ -12,7 +12,14 @@ from tradingmem_assets.defs.operations import ledger
 
 EARLIER = "2024-06-01T00:00:00Z"
 # tables that record runs: they may change on a replay (SPEC section 13)
-RECORDS = {"warehouse_runs", "run_inputs", "methodology_cron_runs", "llm_usage", "methodology_audit_reports"}
+RECORDS = {
+    "warehouse_runs",
+    "run_inputs",
+    "run_landing_inputs",
+    "methodology_cron_runs",
+    "llm_usage",
+    "methodology_audit_reports",
+}
 
 
 def _all_tables(db) -> list[str]:

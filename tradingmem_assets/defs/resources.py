@@ -15,7 +15,9 @@ import duckdb
 from dagster_duckdb import DuckDBResource
 from pydantic import Field, PrivateAttr
 
+from tradingmem_assets.defs.landing.invariants import LANDING_TABLES
 from tradingmem_assets.defs.operations import ledger, replay
+from tradingmem_assets.defs.operations.landing_state import fingerprint
 from tradingmem_assets.lib.registry import RoleRegistry, load_registry
 from tradingmem_assets.lib.tables import TRADING_MEMORY_JOB
 from tradingmem_assets.settings import (
@@ -54,6 +56,8 @@ class WarehouseResource(DuckDBResource):
     _anchor: ExitStack | None = PrivateAttr(default=None)
     _inputs: str | None = PrivateAttr(default=None)
     _replay_of: str | None = PrivateAttr(default=None)
+    _landing: dict[str, str] = PrivateAttr(default_factory=dict)
+    _unchanged_landing: dict[str, str] = PrivateAttr(default_factory=dict)
 
     def setup_for_execution(self, context: dg.InitResourceContext) -> None:
         # Fixed once per run, so every asset of a run agrees on "now".
@@ -72,21 +76,32 @@ class WarehouseResource(DuckDBResource):
         self._anchor = ExitStack()
         self._anchor.enter_context(self.get_connection())
         if kind == "learning":
+            landing = fingerprint(Path(self.landing_dir), tables=LANDING_TABLES)
+            code = replay.code_fingerprint()
             self._inputs = replay.inputs_fingerprint(
                 as_of=self._as_of_ts,
-                landing_dir=Path(self.landing_dir),
+                landing=landing,
+                code=code,
                 settings=SETTINGS,
                 roles_file=Path(self.roles_file),
             )
+            self._landing = replay.landing_fingerprints(landing=landing, code=code, settings=SETTINGS)
             with self._open() as con:
-                self._replay_of = replay.replay_of(
-                    con, inputs=self._inputs, storage=replay.storage_fingerprint(con)
+                layouts = replay.table_layouts(con)
+                self._replay_of = replay.replay_of(con, inputs=self._inputs, layouts=layouts)
+                self._unchanged_landing = replay.unchanged_landing(
+                    con, landing=self._landing, layouts=layouts
                 )
 
     @property
     def replay_of(self) -> str | None:
         """The earlier run this one replays: same inputs, warehouse as that run left it (or None)."""
         return self._replay_of
+
+    def landing_unchanged_since(self, table: str) -> str | None:
+        """The run whose ingestion of this landing table still holds: same file content, code and
+        settings, and ``raw.<table>`` and its rejects as that run left them (or None: ingest)."""
+        return self._unchanged_landing.get(table)
 
     def _open_run(self, run: dg.DagsterRun, kind: str) -> None:
         with self._open() as con:
@@ -120,7 +135,7 @@ class WarehouseResource(DuckDBResource):
                             run_id=self._run_id,
                             as_of=self.as_of_ts,
                             inputs=self._inputs,
-                            storage=replay.storage_fingerprint(con),
+                            landing=self._landing,
                         )
         finally:
             if self._anchor is not None:

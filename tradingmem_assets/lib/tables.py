@@ -69,6 +69,7 @@ METHODOLOGY_AUDIT_REPORTS = "main.methodology_audit_reports"
 # operations
 WAREHOUSE_RUNS = "main.warehouse_runs"
 RUN_INPUTS = "main.run_inputs"
+RUN_LANDING_INPUTS = "main.run_landing_inputs"
 # migration
 MIGRATION_BACKUPS = "main.migration_backups"
 MIGRATED_ROLE_CASES = "main.migrated_role_cases"

@@ -6,7 +6,12 @@ from pathlib import Path
 import dagster as dg
 import polars as pl
 
-from tradingmem_assets.defs.landing.ingest import LandingFileError, ingest_chunks
+from tradingmem_assets.defs.landing.ingest import (
+    LandingFileError,
+    count_landing_rows,
+    find_landing_file,
+    ingest_chunks,
+)
 from tradingmem_assets.defs.landing.invariants import LANDING_TABLES, RAW_REJECTS_DTYPES, LandingTable
 from tradingmem_assets.defs.resources import WarehouseResource
 from tradingmem_assets.lib import tables
@@ -63,38 +68,49 @@ def _landing_asset(spec: LandingTable) -> dg.AssetsDefinition:
                 },
             )
             return
-        rows_read, source_file, filled = 0, None, ()
+        landing_dir = Path(warehouse.landing_dir)
+        since = warehouse.landing_unchanged_since(spec.name)
         try:
-            with warehouse.connect() as con, transaction(con):
-                ensure_table(con, tables.RAW_REJECTS, pl.DataFrame(schema=RAW_REJECTS_DTYPES))
-                con.execute(f"DELETE FROM {tables.RAW_REJECTS} WHERE table_name = ?", [spec.name])
-                for n, chunk in enumerate(ingest_chunks(Path(warehouse.landing_dir), spec.name)):
-                    write = replace_table if n == 0 else append_rows
-                    write(con, f"raw.{spec.name}", chunk.accepted)
-                    append_rows(con, tables.RAW_REJECTS, chunk.rejects)
-                    rows_read += chunk.rows_read
-                    source_file, filled = chunk.source_file, chunk.filled_columns
-                accepted = scalar(con, f"SELECT count(*) FROM raw.{spec.name}")
-                rejected = scalar(
-                    con, f"SELECT count(*) FROM {tables.RAW_REJECTS} WHERE table_name = ?", [spec.name]
-                )
-                reasons = con.execute(
-                    f"SELECT reason, count(*) AS n FROM {tables.RAW_REJECTS} WHERE table_name = ? "
-                    "GROUP BY reason ORDER BY n DESC, reason LIMIT 10",
-                    [spec.name],
-                ).fetchall()
+            if since is not None:
+                path = find_landing_file(landing_dir, spec.name)
+                rows_read = 0 if path is None else count_landing_rows(path)
+                with warehouse.connect() as con:
+                    counts = _stored_counts(con, spec.name)
+                context.log.info(f"raw.{spec.name} is kept: its landing file is unchanged since run {since}")
+                extra = {
+                    "source_file": dg.MetadataValue.text(path.name if path else "(none: empty table)"),
+                    "skipped": "unchanged landing file content, code and settings, and raw."
+                    f"{spec.name} and its rejects are as run {since} left them: not ingested again",
+                    "unchanged_since_run": since,
+                }
+            else:
+                rows_read, source_file, filled = 0, None, ()
+                with warehouse.connect() as con, transaction(con):
+                    ensure_table(con, tables.RAW_REJECTS, pl.DataFrame(schema=RAW_REJECTS_DTYPES))
+                    con.execute(f"DELETE FROM {tables.RAW_REJECTS} WHERE table_name = ?", [spec.name])
+                    for n, chunk in enumerate(ingest_chunks(landing_dir, spec.name)):
+                        write = replace_table if n == 0 else append_rows
+                        write(con, f"raw.{spec.name}", chunk.accepted)
+                        append_rows(con, tables.RAW_REJECTS, chunk.rejects)
+                        rows_read += chunk.rows_read
+                        source_file, filled = chunk.source_file, chunk.filled_columns
+                    counts = _stored_counts(con, spec.name)
+                if source_file is None:
+                    context.log.info(f"no landing file for {spec.name}: raw.{spec.name} is an empty table")
+                extra = {
+                    "source_file": dg.MetadataValue.text(source_file or "(none: empty table)"),
+                    "columns_filled_with_null": ", ".join(filled) or "(none)",
+                }
         except LandingFileError as exc:
             raise dg.Failure(description=str(exc)) from exc
-        if source_file is None:
-            context.log.info(f"no landing file for {spec.name}: raw.{spec.name} is an empty table")
+        accepted, rejected, reasons = counts
         yield dg.MaterializeResult(
             metadata={
                 **table_metadata(f"raw.{spec.name}", spec.polars_schema(), row_count=accepted),
-                "source_file": dg.MetadataValue.text(source_file or "(none: empty table)"),
+                **extra,
                 "rows_read": rows_read,
                 "accepted": accepted,
                 "rejected": rejected,
-                "columns_filled_with_null": ", ".join(filled) or "(none)",
                 "reject_reasons": dg.MetadataValue.md(
                     "\n".join(f"- `{r}`: {n}" for r, n in reasons) or "no rejects"
                 ),
@@ -109,6 +125,18 @@ def _landing_asset(spec: LandingTable) -> dg.AssetsDefinition:
         )
 
     return _asset
+
+
+def _stored_counts(con, table: str) -> tuple[int, int, list[tuple[str, int]]]:
+    """Accepted rows of ``raw.<table>``, its rejects, and the ten most frequent reject reasons."""
+    accepted = scalar(con, f"SELECT count(*) FROM raw.{table}")
+    rejected = scalar(con, f"SELECT count(*) FROM {tables.RAW_REJECTS} WHERE table_name = ?", [table])
+    reasons = con.execute(
+        f"SELECT reason, count(*) AS n FROM {tables.RAW_REJECTS} WHERE table_name = ? "
+        "GROUP BY reason ORDER BY n DESC, reason LIMIT 10",
+        [table],
+    ).fetchall()
+    return accepted, rejected, reasons
 
 
 LANDING_ASSETS: list[dg.AssetsDefinition] = [_landing_asset(spec) for spec in LANDING_TABLES.values()]

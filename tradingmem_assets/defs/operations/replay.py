@@ -13,6 +13,14 @@ Every derived row is a function of those inputs (SPEC section 16: an equal ``as_
 that changes no derived row), so the landing assets of a replay materialize nothing and say why,
 and Dagster skips everything downstream of them. ``run_inputs`` keeps one row per successful main
 job run: its inputs fingerprint and the storage fingerprint at its end.
+
+A run that is not a replay (a later ``as_of``, another landing file) still skips each landing table
+whose own inputs did not change: the same landing file content, the same code and settings, and
+``raw.<table>`` and its rows of ``raw_rejects`` exactly as the last successful main job run left
+them. Ingestion does not depend on ``as_of`` (raw tables keep every row; point-in-time reads
+filter on the rows' own instants), so re-reading the file would write the same rows.
+``run_landing_inputs`` keeps, per such run and landing table, the table's input fingerprint and
+its stored state at the run's end.
 """
 
 from __future__ import annotations
@@ -27,10 +35,10 @@ import duckdb
 import polars as pl
 
 from tradingmem_assets.defs.landing.invariants import LANDING_TABLES
-from tradingmem_assets.defs.operations.landing_state import fingerprint
+from tradingmem_assets.defs.operations.landing_state import LandingState
 from tradingmem_assets.lib import tables
 from tradingmem_assets.lib.dtypes import UTC_TS
-from tradingmem_assets.lib.warehouse import ensure_table, table_exists
+from tradingmem_assets.lib.warehouse import append_rows, ensure_table, table_exists
 from tradingmem_assets.settings import Settings
 
 RUN_INPUTS_DTYPES = pl.Schema(
@@ -41,6 +49,15 @@ RUN_INPUTS_DTYPES = pl.Schema(
         "storage_fingerprint": pl.String(),
     }
 )
+RUN_LANDING_INPUTS_DTYPES = pl.Schema(
+    {
+        "run_id": pl.String(),
+        "table_name": pl.String(),
+        "input_fingerprint": pl.String(),
+        "raw_layout": pl.String(),
+        "rejects_digest": pl.String(),
+    }
+)
 PACKAGE = Path(__file__).resolve().parents[2]
 COMPUTING_LIBRARIES = ("duckdb", "polars", "pandera", "scikit-learn", "numpy", "pyarrow")
 
@@ -49,6 +66,7 @@ NOT_DERIVED = frozenset(
     {
         tables.WAREHOUSE_RUNS,
         tables.RUN_INPUTS,
+        tables.RUN_LANDING_INPUTS,
         tables.METHODOLOGY_CRON_RUNS,
         tables.LLM_USAGE,
         tables.METHODOLOGY_AUDIT_REPORTS,
@@ -84,21 +102,42 @@ def code_fingerprint() -> str:
     )
 
 
-def inputs_fingerprint(*, as_of: datetime, landing_dir: Path, settings: Settings, roles_file: Path) -> str:
+def inputs_fingerprint(
+    *, as_of: datetime, landing: LandingState, code: str, settings: Settings, roles_file: Path
+) -> str:
     """Everything a learning run's derived rows are computed from."""
     return _digest(
         [
             as_of.isoformat().encode(),
-            fingerprint(landing_dir, tables=LANDING_TABLES).key.encode(),  # what the landing sensor keys on
-            code_fingerprint().encode(),
+            landing.key.encode(),  # what the landing sensor keys on
+            code.encode(),
             repr(sorted(asdict(settings).items())).encode(),
             Path(roles_file).read_bytes(),
         ]
     )
 
 
-def storage_fingerprint(con: duckdb.DuckDBPyConnection) -> str:
-    """The storage layout of every derived table (call after a checkpoint: it reads stored blocks)."""
+def landing_fingerprints(*, landing: LandingState, code: str, settings: Settings) -> dict[str, str]:
+    """What each landing table's raw rows are computed from: the folder (rejects name their file),
+    the content of the files it may be read from (Parquet first, then CSV), the code and the
+    settings; ``as_of`` is not among them."""
+    files = landing.by_name()
+    settings_part = repr(sorted(asdict(settings).items())).encode()
+    out = {}
+    for table in LANDING_TABLES:
+        contents = [
+            f"{name}:{files[name].sha256 if name in files else 'absent'}".encode()
+            for name in (f"{table}.parquet", f"{table}.csv")
+        ]
+        out[table] = _digest(
+            [table.encode(), landing.folder.encode(), *contents, code.encode(), settings_part]
+        )
+    return out
+
+
+def table_layouts(con: duckdb.DuckDBPyConnection) -> dict[str, str]:
+    """The storage layout of every derived table, by name (read after a checkpoint: it reads stored
+    blocks; any write to a table rewrites them)."""
     names = [
         f"{schema}.{name}"
         for schema, name in con.execute(
@@ -107,33 +146,105 @@ def storage_fingerprint(con: duckdb.DuckDBPyConnection) -> str:
         ).fetchall()
         if f"{schema}.{name}" not in NOT_DERIVED
     ]
-    layout = [
-        con.execute(
-            "SELECT count(*), coalesce(sum(hash(row_group_id, column_id, segment_id, count, block_id, block_offset, "
-            f"stats::VARCHAR)), 0)::VARCHAR FROM pragma_storage_info('{name}')"
+    layouts = {}
+    for name in names:
+        n, h = con.execute(
+            "SELECT count(*), coalesce(sum(hash(row_group_id, column_id, segment_id, count, block_id, "
+            f"block_offset, stats::VARCHAR)), 0)::VARCHAR FROM pragma_storage_info('{name}')"
         ).fetchall()[0]
-        for name in names
-    ]
-    return _digest([f"{name}:{n}:{h}".encode() for name, (n, h) in zip(names, layout, strict=True)])
+        layouts[name] = f"{n}:{h}"
+    return layouts
+
+
+def storage_fingerprint(layouts: dict[str, str]) -> str:
+    """One digest of every derived table's storage layout (``table_layouts``)."""
+    return _digest([f"{name}:{layout}".encode() for name, layout in sorted(layouts.items())])
+
+
+def _rejects_digests(con: duckdb.DuckDBPyConnection) -> dict[str, str]:
+    """Per landing table, a digest of its rows of ``raw_rejects`` (its rows only: the table is shared)."""
+    if not table_exists(con, tables.RAW_REJECTS):
+        return {}
+    return dict(
+        con.execute(
+            "SELECT table_name, count(*)::VARCHAR || ':' || sum(hash(r)::HUGEINT)::VARCHAR "
+            f"FROM {tables.RAW_REJECTS} r GROUP BY table_name"
+        ).fetchall()
+    )
+
+
+def _raw_states(con: duckdb.DuckDBPyConnection, layouts: dict[str, str]) -> dict[str, tuple[str, str]]:
+    """Per landing table: its raw table's layout and its rejects' digest."""
+    rejects = _rejects_digests(con)
+    return {
+        table: (layouts.get(tables.raw_table(table), "absent"), rejects.get(table, "0:none"))
+        for table in LANDING_TABLES
+    }
 
 
 def record(
-    con: duckdb.DuckDBPyConnection, *, run_id: str, as_of: datetime, inputs: str, storage: str
+    con: duckdb.DuckDBPyConnection,
+    *,
+    run_id: str,
+    as_of: datetime,
+    inputs: str,
+    landing: dict[str, str],
 ) -> None:
-    """Remember a successful main job run's inputs and the warehouse it left."""
+    """Remember a successful main job run's inputs and the warehouse it left (call after a checkpoint)."""
+    layouts = table_layouts(con)
     ensure_table(con, tables.RUN_INPUTS, pl.DataFrame(schema=RUN_INPUTS_DTYPES))
-    con.execute(f"INSERT INTO {tables.RUN_INPUTS} VALUES (?, ?, ?, ?)", [run_id, as_of, inputs, storage])
+    con.execute(
+        f"INSERT INTO {tables.RUN_INPUTS} VALUES (?, ?, ?, ?)",
+        [run_id, as_of, inputs, storage_fingerprint(layouts)],
+    )
+    states = _raw_states(con, layouts)
+    rows = pl.DataFrame(
+        [(run_id, table, landing[table], *states[table]) for table in LANDING_TABLES],
+        schema=RUN_LANDING_INPUTS_DTYPES,
+        orient="row",
+    )
+    append_rows(con, tables.RUN_LANDING_INPUTS, rows)
 
 
-def replay_of(con: duckdb.DuckDBPyConnection, *, inputs: str, storage: str) -> str | None:
-    """The run this state and these inputs replay: the latest recorded run that had the same inputs
-    and left the warehouse exactly as it is now (None: the run must compute)."""
+def _latest_run(con: duckdb.DuckDBPyConnection) -> tuple[str, str, str] | None:
     if not table_exists(con, tables.RUN_INPUTS):
         return None
     latest = con.execute(
         f"SELECT run_id, inputs_fingerprint, storage_fingerprint FROM {tables.RUN_INPUTS} "
         "ORDER BY as_of DESC, rowid DESC LIMIT 1"
     ).fetchall()
-    if latest and latest[0][1] == inputs and latest[0][2] == storage:
-        return latest[0][0]
+    return latest[0] if latest else None
+
+
+def replay_of(con: duckdb.DuckDBPyConnection, *, inputs: str, layouts: dict[str, str]) -> str | None:
+    """The run this state and these inputs replay: the latest recorded run that had the same inputs
+    and left the warehouse exactly as it is now (None: the run must compute)."""
+    latest = _latest_run(con)
+    if latest is not None and latest[1] == inputs and latest[2] == storage_fingerprint(layouts):
+        return latest[0]
     return None
+
+
+def unchanged_landing(
+    con: duckdb.DuckDBPyConnection, *, landing: dict[str, str], layouts: dict[str, str]
+) -> dict[str, str]:
+    """The landing tables that need no ingestion, each with the run whose ingestion still holds: the
+    latest recorded run read the same file content with the same code and settings, and its raw
+    table and rejects are exactly as that run left them."""
+    latest = _latest_run(con)
+    if latest is None or not table_exists(con, tables.RUN_LANDING_INPUTS):
+        return {}
+    recorded = con.execute(
+        f"SELECT table_name, input_fingerprint, raw_layout, rejects_digest FROM {tables.RUN_LANDING_INPUTS} "
+        "WHERE run_id = ?",
+        [latest[0]],
+    ).fetchall()
+    states = _raw_states(con, layouts)
+    return {
+        table: latest[0]
+        for table, fingerprint_, layout, rejects in recorded
+        if table in landing
+        and landing[table] == fingerprint_
+        and layout != "absent"
+        and states[table] == (layout, rejects)
+    }
