@@ -15,7 +15,7 @@ EARLIER = "2024-06-01T00:00:00Z"
 RECORDS = {
     "warehouse_runs",
     "run_inputs",
-    "run_landing_inputs",
+    "run_table_states",
     "methodology_cron_runs",
     "llm_usage",
     "methodology_audit_reports",

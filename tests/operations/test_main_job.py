@@ -20,7 +20,7 @@ SHARED_CHECKER = REPO.parent / "shared" / "contract" / "check_contract.py"
 RUN_RECORDS = {
     "warehouse_runs",
     "run_inputs",
-    "run_landing_inputs",
+    "run_table_states",
     "methodology_cron_runs",
     "methodology_audit_reports",
     "llm_usage",

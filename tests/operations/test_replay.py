@@ -79,6 +79,10 @@ def test_a_changed_landing_file_a_later_as_of_or_a_hand_edit_is_computed_again(w
         assert con.execute(
             f"SELECT count(*) FROM {tables.ROLE_CASES} WHERE decision_text = 'edited'"
         ).fetchall() == [(0,)]
+    with duckdb.connect(str(world / "w.duckdb")) as con:  # a deleted row leaves the segments as they were
+        con.execute(f"DELETE FROM {tables.EVALUATION_PRIMARIES} WHERE rowid = 0")
+    deleted = _run(instance, world)
+    assert not _observations(instance, deleted.run_id)
     later = _run(instance, world, as_of="2024-07-02T00:00:00Z")
     assert not _observations(instance, later.run_id)
     (world / "landing" / "trade_fills.parquet").write_bytes(

@@ -56,8 +56,8 @@ class WarehouseResource(DuckDBResource):
     _anchor: ExitStack | None = PrivateAttr(default=None)
     _inputs: str | None = PrivateAttr(default=None)
     _replay_of: str | None = PrivateAttr(default=None)
-    _landing: dict[str, str] = PrivateAttr(default_factory=dict)
-    _unchanged_landing: dict[str, str] = PrivateAttr(default_factory=dict)
+    _fingerprints: dict[str, str] = PrivateAttr(default_factory=dict)
+    _unchanged: replay.Unchanged = PrivateAttr(default_factory=replay.Unchanged)
 
     def setup_for_execution(self, context: dg.InitResourceContext) -> None:
         # Fixed once per run, so every asset of a run agrees on "now".
@@ -85,12 +85,14 @@ class WarehouseResource(DuckDBResource):
                 settings=SETTINGS,
                 roles_file=Path(self.roles_file),
             )
-            self._landing = replay.landing_fingerprints(landing=landing, code=code, settings=SETTINGS)
+            self._fingerprints = replay.table_fingerprints(
+                landing=landing, code=code, settings=SETTINGS, roles_file=Path(self.roles_file)
+            )
             with self._open() as con:
                 layouts = replay.table_layouts(con)
                 self._replay_of = replay.replay_of(con, inputs=self._inputs, layouts=layouts)
-                self._unchanged_landing = replay.unchanged_landing(
-                    con, landing=self._landing, layouts=layouts
+                self._unchanged = replay.unchanged_tables(
+                    con, fingerprints=self._fingerprints, layouts=layouts
                 )
 
     @property
@@ -98,10 +100,11 @@ class WarehouseResource(DuckDBResource):
         """The earlier run this one replays: same inputs, warehouse as that run left it (or None)."""
         return self._replay_of
 
-    def landing_unchanged_since(self, table: str) -> str | None:
-        """The run whose ingestion of this landing table still holds: same file content, code and
-        settings, and ``raw.<table>`` and its rejects as that run left them (or None: ingest)."""
-        return self._unchanged_landing.get(table)
+    @property
+    def unchanged(self) -> replay.Unchanged:
+        """The tables exactly as the latest successful main job run left them, from the same inputs
+        (a landing table: the same file content; see ``operations/replay.py``)."""
+        return self._unchanged
 
     def _open_run(self, run: dg.DagsterRun, kind: str) -> None:
         with self._open() as con:
@@ -135,7 +138,7 @@ class WarehouseResource(DuckDBResource):
                             run_id=self._run_id,
                             as_of=self.as_of_ts,
                             inputs=self._inputs,
-                            landing=self._landing,
+                            fingerprints=self._fingerprints,
                         )
         finally:
             if self._anchor is not None:

@@ -69,7 +69,7 @@ METHODOLOGY_AUDIT_REPORTS = "main.methodology_audit_reports"
 # operations
 WAREHOUSE_RUNS = "main.warehouse_runs"
 RUN_INPUTS = "main.run_inputs"
-RUN_LANDING_INPUTS = "main.run_landing_inputs"
+RUN_TABLE_STATES = "main.run_table_states"
 # migration
 MIGRATION_BACKUPS = "main.migration_backups"
 MIGRATED_ROLE_CASES = "main.migrated_role_cases"

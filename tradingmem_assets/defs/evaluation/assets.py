@@ -10,6 +10,7 @@ from tradingmem_assets.defs.evaluation.scoring import (
     append_components,
     check_primary_profiles,
     evaluate,
+    write_runs,
 )
 from tradingmem_assets.defs.operations.ledger import learning_bound
 from tradingmem_assets.defs.resources import WarehouseResource
@@ -27,16 +28,23 @@ from tradingmem_assets.lib.warehouse import scalar, transaction
 
 RUNS_INVARIANTS_CHECK = "evaluation_runs_invariants"
 
-EVALUATION_INPUTS = [
-    raw_key(t)
-    for t in (
-        *tables.EXECUTION_CHAIN,
-        "trade_fills",
-        "price_bars",
-        "benchmark_profiles",
-        "evaluation_promotions",
-    )
-]
+EVALUATION_LANDING = (
+    *tables.EXECUTION_CHAIN,
+    "trade_fills",
+    "price_bars",
+    "benchmark_profiles",
+    "evaluation_promotions",
+)
+EVALUATION_INPUTS = [raw_key(t) for t in EVALUATION_LANDING]
+# what must be exactly as the last run left it for an incremental evaluation
+INCREMENTAL_BASIS = frozenset(
+    {
+        *(tables.raw_table(t) for t in EVALUATION_LANDING),
+        tables.EVALUATION_RUNS,
+        tables.EVALUATION_PRIMARIES,
+        tables.EVALUATION_COMPONENTS,
+    }
+)
 # what the assets of this module write, and the checks they evaluate as they write (tuples: the
 # defs loader would take a module-level list of AssetSpec for assets of their own)
 EVALUATION_SPECS = (
@@ -78,18 +86,18 @@ def evaluation(context: dg.AssetExecutionContext, warehouse: WarehouseResource):
                 check_primary_profiles(roles, profiles)
             except EvaluationConfigError as exc:
                 raise dg.Failure(description=str(exc)) from exc
-        evaluate(con, roles, as_of, learning_bound(con))
+        unchanged = warehouse.unchanged
+        since = unchanged.as_of if INCREMENTAL_BASIS <= unchanged.tables else None
+        evaluate(con, roles, as_of, learning_bound(con), since=since)
         validation, _ = validate_runs(con, "_ev_all")
         yield from refuse_write(validation, "evaluation_runs", [(RUNS_INVARIANTS_CHECK, "evaluation_runs")])
         with transaction(con):
-            con.execute(
-                f"CREATE OR REPLACE TABLE {tables.EVALUATION_RUNS} AS SELECT * FROM _ev_all"
-            ).fetchall()
-            con.execute(
-                f"CREATE OR REPLACE TABLE {tables.EVALUATION_PRIMARIES} AS "
-                "SELECT * FROM _ev_primaries ORDER BY decision_id, primary_from"
-            ).fetchall()
+            write_runs(con, incremental=since is not None)
             append_components(con)
+        touched = None
+        if since is not None:
+            touched = scalar(con, "SELECT count(*) FROM _ev_touched")
+            context.log.info(f"incremental since run {unchanged.run_id}: {touched} decisions evaluated again")
         appended = scalar(con, "SELECT count(*) FROM _ev_fresh")
         by_status = con.execute(
             f"SELECT status, count(*), count(*) FILTER (WHERE is_primary) FROM {tables.EVALUATION_RUNS} "
@@ -115,6 +123,14 @@ def evaluation(context: dg.AssetExecutionContext, warehouse: WarehouseResource):
             "pending": status_counts.get("pending", 0),
             "insufficient_data": status_counts.get("insufficient_data", 0),
             "promotions_without_run": orphans,
+            "evaluated": dg.MetadataValue.text(
+                "every executed decision (full build)"
+                if since is None
+                else f"incremental since run {unchanged.run_id} (as_of {since.isoformat()}): only the "
+                f"{touched} decisions decided, executed, consumed, filled, settled or promoted since; "
+                "the evaluation inputs, code, settings and registry are unchanged, and every other "
+                "decision's stored runs hold"
+            ),
         },
         check_results=[check_result(RUNS_INVARIANTS_CHECK, validation, dg.AssetKey("evaluation_runs"))],
     )

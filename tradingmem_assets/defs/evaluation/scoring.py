@@ -24,6 +24,14 @@ Definitions this module commits to (also in docs/evaluation.md):
   A state is appended when no stored version of its (decision, profile) has its ``inputs_hash``.
   A state whose instant was already behind the previous learning run (a landing file corrected
   after the fact) is knowable only now: its ``known_at`` is this run's ``as_of``.
+- Incremental runs: when the evaluation's landing tables, the code, the settings and the registry
+  are unchanged since the last successful main job run at ``since``, and the evaluation tables
+  are as it left them, only the decisions an instant in ``(since, as_of]`` can change are
+  evaluated again (``TOUCHED_SQL``: decided, executed, a consumption of its preview, a fill, a
+  window end or a promotion in that interval). Every other decision's inputs, as read at
+  ``as_of``, equal those read at ``since``: none of its states is new and its primary intervals
+  hold, so its stored rows are kept. ``tests/evaluation/test_incremental.py`` compares the result
+  with a full rebuild.
 - ``inputs_hash`` of a settled version covers the profile, the execution, the fills of its state
   and every bar the run read; of version 0, the profile and the execution.
 - Promotion policy: version 1 of the role's primary profile is primary from its ``known_at``
@@ -122,7 +130,7 @@ WITH single_consumption AS (
 ),
 chosen AS (
     SELECT d.decision_id, d.decided_at, e.execution_id, e.symbol, e.direction, e.executed_at
-    FROM raw.trading_decisions d
+    FROM _ev_decisions d
     JOIN raw.trade_executions e ON e.decision_id = d.decision_id
     LEFT JOIN single_consumption c ON c.preview_id = d.preview_id AND c.execution_id = e.execution_id
     WHERE e.executed_at <= $as_of AND d.decided_at <= $as_of
@@ -136,7 +144,8 @@ fills AS (
            sum(qty * price) / sum(qty) AS vwap,
            count(*)::VARCHAR || ':' || sum(md5_number_lower(
                fill_id || ':' || qty::VARCHAR || ':' || price::VARCHAR))::HUGEINT::VARCHAR AS fills_digest
-    FROM raw.trade_fills WHERE filled_at <= $as_of GROUP BY execution_id
+    FROM raw.trade_fills f SEMI JOIN chosen c USING (execution_id)
+    WHERE filled_at <= $as_of GROUP BY execution_id
 ),
 calendars AS (
     SELECT symbol, bool_or(dayofweek(ts) IN (0, 6)) AS weekend FROM raw.price_bars WHERE ts <= $as_of GROUP BY symbol
@@ -273,6 +282,26 @@ FROM scored s
 """,
 )
 
+# The decisions an instant in (since, as_of] can change (see the module's docstring).
+TOUCHED_SQL = """
+CREATE OR REPLACE TEMP TABLE _ev_touched AS
+SELECT decision_id FROM raw.trading_decisions WHERE decided_at > $since AND decided_at <= $as_of
+UNION
+SELECT e.decision_id FROM raw.trade_executions e
+WHERE e.executed_at > $since AND e.executed_at <= $as_of
+   OR EXISTS (SELECT 1 FROM raw.benchmark_profiles p
+              WHERE e.executed_at + to_days(p.horizon_days::INTEGER) > $since
+                AND e.executed_at + to_days(p.horizon_days::INTEGER) <= $as_of)
+UNION
+SELECT e.decision_id FROM raw.trade_fills f JOIN raw.trade_executions e USING (execution_id)
+WHERE f.filled_at > $since AND f.filled_at <= $as_of
+UNION
+SELECT d.decision_id FROM raw.preview_consumptions c JOIN raw.trading_decisions d USING (preview_id)
+WHERE c.consumed_at > $since AND c.consumed_at <= $as_of
+UNION
+SELECT decision_id FROM raw.evaluation_promotions WHERE promoted_at > $since AND promoted_at <= $as_of
+"""
+
 COMPONENTS_SQL = """
 SELECT f.run_id, c.component,
        CASE c.component
@@ -307,15 +336,22 @@ FROM _ev_fresh f CROSS JOIN (SELECT unnest($components::VARCHAR[]) AS component)
 
 
 def evaluate(
-    con: duckdb.DuckDBPyConnection, roles: pl.DataFrame, as_of: datetime, prev_bound: datetime | None = None
+    con: duckdb.DuckDBPyConnection,
+    roles: pl.DataFrame,
+    as_of: datetime,
+    prev_bound: datetime | None = None,
+    since: datetime | None = None,
 ) -> None:
     """Build the temp tables ``_ev_fresh`` (runs to append), ``_ev_primaries`` (every primary
     interval) and ``_ev_all`` (every run, primary as of ``as_of``). ``prev_bound`` is the as_of of
-    the previous learning run (None on a fresh warehouse).
+    the previous learning run (None on a fresh warehouse). With ``since`` (incremental: see the
+    module's docstring), only the decisions in ``_ev_touched`` are evaluated, and ``_ev_primaries``
+    and ``_ev_all`` hold their rows only.
 
     ``con`` must expose the raw landing tables and, after a first run, ``main.evaluation_runs``.
     ``roles``: role_id, primary_profile. Nothing in ``main`` is modified here.
     """
+    params = {"as_of": as_of, "prev_bound": prev_bound}
     con.execute("CREATE OR REPLACE TEMP TABLE _ev_weekday_remainder (s INTEGER, r INTEGER, n INTEGER)")
     con.executemany("INSERT INTO _ev_weekday_remainder VALUES (?, ?, ?)", _WEEKDAY_REMAINDER)
     con.register("_ev_roles_frame", roles.select("role_id", "primary_profile"))
@@ -323,16 +359,41 @@ def evaluate(
         con.execute("CREATE OR REPLACE TEMP TABLE _ev_roles AS SELECT * FROM _ev_roles_frame").fetchall()
     finally:
         con.unregister("_ev_roles_frame")
+    if since is not None:
+        run_script(con, TOUCHED_SQL, {"as_of": as_of, "since": since})
+        touched = "WHERE decision_id IN (SELECT decision_id FROM _ev_touched)"
+    else:
+        touched = ""
+    con.execute(f"CREATE OR REPLACE TEMP VIEW _ev_decisions AS SELECT * FROM raw.trading_decisions {touched}")
     if table_exists(con, tables.EVALUATION_RUNS):
         con.execute(
-            "CREATE OR REPLACE TEMP VIEW _ev_previous AS SELECT * FROM main.evaluation_runs"
+            f"CREATE OR REPLACE TEMP VIEW _ev_previous AS SELECT * FROM main.evaluation_runs {touched}"
         ).fetchall()
     else:
         con.register("_ev_empty", pl.DataFrame(schema=EVALUATION_RUNS_DTYPES))
         con.execute("CREATE OR REPLACE TEMP TABLE _ev_previous AS SELECT * FROM _ev_empty").fetchall()
         con.unregister("_ev_empty")
     for statement in (*_PIPELINE_SQL, FRESH_SQL, FRESH_VIEW_SQL, PRIMARIES_SQL, ALL_RUNS_SQL):
-        run_script(con, statement, {"as_of": as_of, "prev_bound": prev_bound})
+        run_script(con, statement, params)
+
+
+def write_runs(con: duckdb.DuckDBPyConnection, incremental: bool) -> None:
+    """Store ``_ev_all`` and ``_ev_primaries`` (call in a transaction): the whole tables, or, when
+    incremental, in place of the touched decisions' rows."""
+    if incremental:
+        for table in (tables.EVALUATION_RUNS, tables.EVALUATION_PRIMARIES):
+            con.execute(f"DELETE FROM {table} WHERE decision_id IN (SELECT decision_id FROM _ev_touched)")
+        con.execute(f"INSERT INTO {tables.EVALUATION_RUNS} BY NAME SELECT * FROM _ev_all").fetchall()
+        con.execute(
+            f"INSERT INTO {tables.EVALUATION_PRIMARIES} BY NAME "
+            "SELECT * FROM _ev_primaries ORDER BY decision_id, primary_from"
+        ).fetchall()
+        return
+    con.execute(f"CREATE OR REPLACE TABLE {tables.EVALUATION_RUNS} AS SELECT * FROM _ev_all").fetchall()
+    con.execute(
+        f"CREATE OR REPLACE TABLE {tables.EVALUATION_PRIMARIES} AS "
+        "SELECT * FROM _ev_primaries ORDER BY decision_id, primary_from"
+    ).fetchall()
 
 
 def append_components(con: duckdb.DuckDBPyConnection) -> None:

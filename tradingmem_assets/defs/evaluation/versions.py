@@ -68,7 +68,7 @@ policy AS (
     SELECT r.decision_id, r.run_id,
            CASE WHEN r.run_version = 0 THEN x.executed_at ELSE r.known_at END AS effective_at
     FROM runs r
-    JOIN raw.trading_decisions d USING (decision_id)
+    JOIN _ev_decisions d USING (decision_id)
     JOIN _ev_roles ro ON ro.role_id = d.role_id AND ro.primary_profile = r.profile_id
     JOIN _ev_exec x USING (decision_id)
     WHERE r.run_version IN (0, 1)

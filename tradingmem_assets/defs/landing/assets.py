@@ -69,7 +69,8 @@ def _landing_asset(spec: LandingTable) -> dg.AssetsDefinition:
             )
             return
         landing_dir = Path(warehouse.landing_dir)
-        since = warehouse.landing_unchanged_since(spec.name)
+        unchanged = warehouse.unchanged
+        since = unchanged.run_id if tables.raw_table(spec.name) in unchanged.tables else None
         try:
             if since is not None:
                 path = find_landing_file(landing_dir, spec.name)

@@ -14,19 +14,24 @@ that changes no derived row), so the landing assets of a replay materialize noth
 and Dagster skips everything downstream of them. ``run_inputs`` keeps one row per successful main
 job run: its inputs fingerprint and the storage fingerprint at its end.
 
-A run that is not a replay (a later ``as_of``, another landing file) still skips each landing table
-whose own inputs did not change: the same landing file content, the same code and settings, and
-``raw.<table>`` and its rows of ``raw_rejects`` exactly as the last successful main job run left
-them. Ingestion does not depend on ``as_of`` (raw tables keep every row; point-in-time reads
-filter on the rows' own instants), so re-reading the file would write the same rows.
-``run_landing_inputs`` keeps, per such run and landing table, the table's input fingerprint and
-its stored state at the run's end.
+A run that is not a replay (a later ``as_of``, another landing file) still reuses what did not
+change. ``run_table_states`` keeps, per successful main job run and table, what the table was
+computed from (its input fingerprint) and how it was stored at the run's end (its layout; for a
+raw table also a digest of its rows of ``raw_rejects``, a shared table). A table is *unchanged
+since* the latest such run when both are equal now:
+
+- a landing table's inputs are its file's content, the code and the settings; ingestion does not
+  depend on ``as_of`` (raw tables keep every row; point-in-time reads filter on the rows' own
+  instants), so an unchanged landing table is not ingested again;
+- a derived table's inputs are the code, the settings and the role registry; its rows also
+  depend on the raw tables and on ``as_of``, which the asset weighs itself (evaluation
+  recomputes only the decisions the new instants can change: ``defs/evaluation``).
 """
 
 from __future__ import annotations
 
 import hashlib
-from dataclasses import asdict
+from dataclasses import asdict, dataclass
 from datetime import datetime
 from importlib import metadata
 from pathlib import Path
@@ -49,12 +54,12 @@ RUN_INPUTS_DTYPES = pl.Schema(
         "storage_fingerprint": pl.String(),
     }
 )
-RUN_LANDING_INPUTS_DTYPES = pl.Schema(
+RUN_TABLE_STATES_DTYPES = pl.Schema(
     {
         "run_id": pl.String(),
         "table_name": pl.String(),
         "input_fingerprint": pl.String(),
-        "raw_layout": pl.String(),
+        "storage_layout": pl.String(),
         "rejects_digest": pl.String(),
     }
 )
@@ -66,7 +71,7 @@ NOT_DERIVED = frozenset(
     {
         tables.WAREHOUSE_RUNS,
         tables.RUN_INPUTS,
-        tables.RUN_LANDING_INPUTS,
+        tables.RUN_TABLE_STATES,
         tables.METHODOLOGY_CRON_RUNS,
         tables.LLM_USAGE,
         tables.METHODOLOGY_AUDIT_REPORTS,
@@ -117,19 +122,21 @@ def inputs_fingerprint(
     )
 
 
-def landing_fingerprints(*, landing: LandingState, code: str, settings: Settings) -> dict[str, str]:
-    """What each landing table's raw rows are computed from: the folder (rejects name their file),
-    the content of the files it may be read from (Parquet first, then CSV), the code and the
-    settings; ``as_of`` is not among them."""
+def table_fingerprints(
+    *, landing: LandingState, code: str, settings: Settings, roles_file: Path
+) -> dict[str, str]:
+    """What each table is computed from, besides ``as_of`` and the raw tables it reads (see the
+    module's docstring): ``raw.<table>`` for every landing table, ``*`` for every derived table."""
     files = landing.by_name()
     settings_part = repr(sorted(asdict(settings).items())).encode()
-    out = {}
+    out = {"*": _digest([code.encode(), settings_part, Path(roles_file).read_bytes()])}
     for table in LANDING_TABLES:
         contents = [
             f"{name}:{files[name].sha256 if name in files else 'absent'}".encode()
             for name in (f"{table}.parquet", f"{table}.csv")
         ]
-        out[table] = _digest(
+        # the folder too: a reject names its file
+        out[tables.raw_table(table)] = _digest(
             [table.encode(), landing.folder.encode(), *contents, code.encode(), settings_part]
         )
     return out
@@ -137,7 +144,7 @@ def landing_fingerprints(*, landing: LandingState, code: str, settings: Settings
 
 def table_layouts(con: duckdb.DuckDBPyConnection) -> dict[str, str]:
     """The storage layout of every derived table, by name (read after a checkpoint: it reads stored
-    blocks; any write to a table rewrites them)."""
+    blocks; an insert or update rewrites them, a delete changes the row count)."""
     names = [
         f"{schema}.{name}"
         for schema, name in con.execute(
@@ -148,11 +155,13 @@ def table_layouts(con: duckdb.DuckDBPyConnection) -> dict[str, str]:
     ]
     layouts = {}
     for name in names:
+        # the row count too: a DELETE leaves the column segments as they were until a vacuum
         n, h = con.execute(
             "SELECT count(*), coalesce(sum(hash(row_group_id, column_id, segment_id, count, block_id, "
             f"block_offset, stats::VARCHAR)), 0)::VARCHAR FROM pragma_storage_info('{name}')"
         ).fetchall()[0]
-        layouts[name] = f"{n}:{h}"
+        (rows,) = con.execute(f"SELECT count(*) FROM {name}").fetchall()[0]
+        layouts[name] = f"{rows}:{n}:{h}"
     return layouts
 
 
@@ -173,12 +182,19 @@ def _rejects_digests(con: duckdb.DuckDBPyConnection) -> dict[str, str]:
     )
 
 
-def _raw_states(con: duckdb.DuckDBPyConnection, layouts: dict[str, str]) -> dict[str, tuple[str, str]]:
-    """Per landing table: its raw table's layout and its rejects' digest."""
+def _states(
+    con: duckdb.DuckDBPyConnection, fingerprints: dict[str, str], layouts: dict[str, str]
+) -> dict[str, tuple[str, str, str]]:
+    """Per stored table: (input fingerprint, storage layout, rejects digest; '-' for a derived table)."""
     rejects = _rejects_digests(con)
+    raw = {tables.raw_table(t): t for t in LANDING_TABLES}
     return {
-        table: (layouts.get(tables.raw_table(table), "absent"), rejects.get(table, "0:none"))
-        for table in LANDING_TABLES
+        name: (
+            fingerprints.get(name, fingerprints["*"]),
+            layout,
+            rejects.get(raw[name], "0:none") if name in raw else "-",
+        )
+        for name, layout in layouts.items()
     }
 
 
@@ -188,7 +204,7 @@ def record(
     run_id: str,
     as_of: datetime,
     inputs: str,
-    landing: dict[str, str],
+    fingerprints: dict[str, str],
 ) -> None:
     """Remember a successful main job run's inputs and the warehouse it left (call after a checkpoint)."""
     layouts = table_layouts(con)
@@ -197,13 +213,12 @@ def record(
         f"INSERT INTO {tables.RUN_INPUTS} VALUES (?, ?, ?, ?)",
         [run_id, as_of, inputs, storage_fingerprint(layouts)],
     )
-    states = _raw_states(con, layouts)
     rows = pl.DataFrame(
-        [(run_id, table, landing[table], *states[table]) for table in LANDING_TABLES],
-        schema=RUN_LANDING_INPUTS_DTYPES,
+        [(run_id, name, *state) for name, state in _states(con, fingerprints, layouts).items()],
+        schema=RUN_TABLE_STATES_DTYPES,
         orient="row",
     )
-    append_rows(con, tables.RUN_LANDING_INPUTS, rows)
+    append_rows(con, tables.RUN_TABLE_STATES, rows)
 
 
 def _latest_run(con: duckdb.DuckDBPyConnection) -> tuple[str, str, str] | None:
@@ -225,26 +240,37 @@ def replay_of(con: duckdb.DuckDBPyConnection, *, inputs: str, layouts: dict[str,
     return None
 
 
-def unchanged_landing(
-    con: duckdb.DuckDBPyConnection, *, landing: dict[str, str], layouts: dict[str, str]
-) -> dict[str, str]:
-    """The landing tables that need no ingestion, each with the run whose ingestion still holds: the
-    latest recorded run read the same file content with the same code and settings, and its raw
-    table and rejects are exactly as that run left them."""
+@dataclass(frozen=True)
+class Unchanged:
+    """The tables that are exactly as the latest successful main job run left them, from the same
+    inputs (``run_id`` None: no such run, nothing is reused)."""
+
+    run_id: str | None = None
+    as_of: datetime | None = None
+    tables: frozenset[str] = frozenset()
+
+
+def unchanged_tables(
+    con: duckdb.DuckDBPyConnection, *, fingerprints: dict[str, str], layouts: dict[str, str]
+) -> Unchanged:
+    """Which tables need no recomputation from their own inputs, as of the latest recorded run."""
     latest = _latest_run(con)
-    if latest is None or not table_exists(con, tables.RUN_LANDING_INPUTS):
-        return {}
-    recorded = con.execute(
-        f"SELECT table_name, input_fingerprint, raw_layout, rejects_digest FROM {tables.RUN_LANDING_INPUTS} "
-        "WHERE run_id = ?",
-        [latest[0]],
-    ).fetchall()
-    states = _raw_states(con, layouts)
-    return {
-        table: latest[0]
-        for table, fingerprint_, layout, rejects in recorded
-        if table in landing
-        and landing[table] == fingerprint_
-        and layout != "absent"
-        and states[table] == (layout, rejects)
+    if latest is None or not table_exists(con, tables.RUN_TABLE_STATES):
+        return Unchanged()
+    recorded = {
+        name: (fingerprint_, layout, rejects)
+        for name, fingerprint_, layout, rejects in con.execute(
+            "SELECT table_name, input_fingerprint, storage_layout, rejects_digest "
+            f"FROM {tables.RUN_TABLE_STATES} WHERE run_id = ?",
+            [latest[0]],
+        ).fetchall()
     }
+    now = _states(con, fingerprints, layouts)
+    (as_of,) = con.execute(f"SELECT as_of FROM {tables.RUN_INPUTS} WHERE run_id = ?", [latest[0]]).fetchall()[
+        0
+    ]
+    return Unchanged(
+        run_id=latest[0],
+        as_of=as_of,
+        tables=frozenset(name for name, state in now.items() if recorded.get(name) == state),
+    )

@@ -1,0 +1,86 @@
+"""An evaluation after the last run on unchanged evaluation inputs evaluates only the decisions the
+new instants can change, and stores exactly what a full evaluation would (SPEC section 14)."""
+
+import shutil
+
+import dagster as dg
+import duckdb
+import pytest
+
+from tradingmem_assets.defs.operations.runs import run_main_job
+from tradingmem_assets.demo import write_demo_world
+from tradingmem_assets.lib import tables
+
+# a week, then two weeks with a promotion in the densest months of the demo's trading history
+STEPS = ("2024-03-20T00:00:00Z", "2024-03-27T00:00:00Z", "2024-04-10T00:00:00Z")
+EVALUATION_TABLES = (tables.EVALUATION_RUNS, tables.EVALUATION_PRIMARIES, tables.EVALUATION_COMPONENTS)
+
+
+def _run(instance, db, landing, as_of):
+    report = run_main_job(instance, database=str(db), landing_dir=str(landing), as_of=as_of)
+    assert report.success, report.error
+    return report
+
+
+def _evaluation_metadata(instance, run_id) -> dict:
+    for record in instance.all_logs(run_id, of_type=dg.DagsterEventType.ASSET_MATERIALIZATION):
+        m = record.dagster_event.event_specific_data.materialization
+        if m.asset_key == dg.AssetKey("evaluation_runs"):
+            return {k: v.value for k, v in m.metadata.items()}
+    raise AssertionError("evaluation_runs did not materialize")
+
+
+def _rows(db) -> dict[str, list]:
+    with duckdb.connect(str(db), read_only=True) as con:
+        return {t: sorted(map(repr, con.execute(f"SELECT * FROM {t}").fetchall())) for t in EVALUATION_TABLES}
+
+
+def _forget_evaluation_state(db):
+    """Without the evaluation tables' recorded state, the next evaluation is a full one."""
+    with duckdb.connect(str(db)) as con:
+        con.execute(f"DELETE FROM {tables.RUN_TABLE_STATES} WHERE table_name LIKE 'main.evaluation%'")
+
+
+@pytest.fixture(scope="module")
+def landing(tmp_path_factory):
+    root = tmp_path_factory.mktemp("incremental_landing")
+    write_demo_world(root, scale=0.004, seed=11)
+    return root
+
+
+def test_an_incremental_evaluation_equals_a_full_one(tmp_path, landing, instance):
+    incremental, full = tmp_path / "incremental.duckdb", tmp_path / "full.duckdb"
+    _run(instance, incremental, landing, STEPS[0])
+    shutil.copy(incremental, full)
+    for as_of in STEPS[1:]:
+        report = _run(instance, incremental, landing, as_of)
+        metadata = _evaluation_metadata(instance, report.run_id)
+        assert metadata["evaluated"].startswith("incremental since run")
+        _forget_evaluation_state(full)
+        full_report = _run(instance, full, landing, as_of)
+        assert _evaluation_metadata(instance, full_report.run_id)["evaluated"].startswith("every executed")
+        assert (
+            _evaluation_metadata(instance, full_report.run_id)["appended_versions"]
+            == metadata["appended_versions"]
+        )
+        assert metadata["appended_versions"] > 0
+        assert _rows(incremental) == _rows(full)
+    with duckdb.connect(str(incremental), read_only=True) as con:
+        decisions = con.execute("SELECT count(*) FROM raw.trading_decisions").fetchall()[0][0]
+        touched = int(metadata["evaluated"].split("only the ")[1].split(" ")[0])
+    assert 0 < touched < decisions / 4
+
+
+def test_a_hand_edited_evaluation_table_is_evaluated_in_full(tmp_path, landing, instance):
+    db = tmp_path / "w.duckdb"
+    _run(instance, db, landing, STEPS[0])
+    with duckdb.connect(str(db)) as con:
+        con.execute(f"DELETE FROM {tables.EVALUATION_PRIMARIES} WHERE rowid = 0")
+    report = _run(instance, db, landing, STEPS[1])
+    assert _evaluation_metadata(instance, report.run_id)["evaluated"].startswith("every executed")
+    with duckdb.connect(str(db), read_only=True) as con:  # the deleted interval is back
+        (missing,) = con.execute(
+            f"SELECT count(*) FROM {tables.EVALUATION_RUNS} r ANTI JOIN {tables.EVALUATION_PRIMARIES} p "
+            "USING (run_id) WHERE r.is_primary"
+        ).fetchall()[0]
+    assert missing == 0
