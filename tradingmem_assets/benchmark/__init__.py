@@ -113,7 +113,11 @@ def benchmark(
     for name in (*PROBES, "incremental"):
         values = [r[name] for r in runs if isinstance(r.get(name), dict) and "error" not in r[name]]
         if values:
-            median[name] = {k: statistics.median(v[k] for v in values) for k in values[0]}
+            median[name] = {
+                k: statistics.median(v[k] for v in values)
+                for k, first in values[0].items()
+                if isinstance(first, int | float)
+            }
     return {
         "scale": scale,
         "repeats": repeats,
@@ -212,6 +216,7 @@ def _incremental(instance: Any, database: Path, landing_dir: Path, as_of: str, f
             return {"error": f"{name}: {report.error}"}
         out[f"{name}_s"] = round(report.seconds, 3)
         out[f"{name}_ratio"] = round(report.seconds / full_s, 3)
+        out[f"{name}_step_s"] = {k: round(v, 3) for k, v in sorted(report.step_seconds.items())}
     return out
 
 
