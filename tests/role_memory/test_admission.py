@@ -15,6 +15,7 @@ from tradingmem_assets.defs.role_memory.admission import (
     case_id_for,
     registry_frame,
 )
+from tradingmem_assets.defs.role_memory import writes
 from tradingmem_assets.defs.role_memory.writes import write_cases
 from tradingmem_assets.lib.registry import load_registry
 from tradingmem_assets.lib.tables import EXECUTION_CHAIN
@@ -271,6 +272,46 @@ def test_updated_at_moves_only_when_the_row_changes():
     by_id = {r["decision_id"]: r for r in changed.iter_rows(named=True)}
     assert by_id["a"]["updated_at"] == AS_OF and by_id["b"]["updated_at"] == later
     assert by_id["b"]["created_at"] == by_id["a"]["created_at"]  # decided_at, never the run time
+
+
+def test_a_few_changed_cases_are_replaced_in_place_as_a_full_rewrite_would(monkeypatch):
+    """A later day that changes a few of many cases deletes and inserts only those: same rows,
+    updated_at included, as rewriting the whole table, and the other rows are not touched."""
+    decisions = [f"d{i:02d}" for i in range(40)]
+    late = AS_OF + timedelta(days=2)
+    chain = Chain()
+    for d in decisions:
+        chain.add(d)
+    chain.add("newcomer", decided_at=AS_OF + timedelta(days=1))  # exists only from the later day
+    results, taken = {}, []
+    in_place = writes._write_in_place
+
+    def spy(*args):
+        taken.append(in_place(*args))
+        return taken[-1]
+
+    monkeypatch.setattr(writes, "_write_in_place", spy)
+    for mode, share in (("in_place", writes.IN_PLACE_SHARE), ("rewrite", -1.0)):
+        monkeypatch.setattr(writes, "IN_PLACE_SHARE", share)
+        con = duckdb.connect()
+        chain.load(con)
+        load_runs(
+            con,
+            [
+                {"decision_id": d, "execution_id": f"e_{d}_0", "excess": 0.1, "volatility": 0.01}
+                for d in decisions
+            ],
+        )
+        written(con, AS_OF)
+        con.execute("UPDATE raw.trade_executions SET automation_flag = true WHERE execution_id = 'e_d03_0'")
+        con.execute("DELETE FROM raw.trading_decisions WHERE decision_id = 'd07'")
+        results[mode] = written(con, late).sort("case_id")
+        con.close()
+    assert taken == [True, False]  # the first later day was written in place, the second rewritten
+    assert results["in_place"].equals(results["rewrite"])
+    by_id = {r["decision_id"]: r for r in results["in_place"].iter_rows(named=True)}
+    assert "d07" not in by_id and by_id["d03"]["updated_at"] == late and by_id["d00"]["updated_at"] == AS_OF
+    assert by_id["newcomer"]["updated_at"] == late
 
 
 # --- assets end to end ------------------------------------------------------------------------------

@@ -1,4 +1,5 @@
-"""Writing role cases: replace the table in one statement, keeping ``updated_at`` of unchanged rows."""
+"""Writing role cases: keep ``updated_at`` of unchanged rows; replace only the changed rows when
+they are few, else the whole table in one sorted statement."""
 
 from __future__ import annotations
 
@@ -11,6 +12,7 @@ from tradingmem_assets.lib import tables
 from tradingmem_assets.lib.warehouse import table_exists
 
 UNCHANGED = "_tm_unchanged_cases"
+ENCODED = "_tm_encoded_cases"
 
 # The updated_at of every stored row whose content the admission did not change (NULL: changed).
 # A CASE, not a WHERE: as a filter, the comparisons would become keys of a very wide hash join.
@@ -20,6 +22,9 @@ SELECT c.case_id, CASE WHEN {unchanged} THEN p.updated_at END AS updated_at
 FROM {admitted} c
 JOIN {table} p ON p.case_id = c.case_id
 """
+
+# Beyond this share of changed or removed rows the table is rewritten whole (and sorted again).
+IN_PLACE_SHARE = 0.1
 
 WRITE_SQL = """
 CREATE OR REPLACE TABLE {table} AS
@@ -33,31 +38,64 @@ ORDER BY c.role_id, c.symbol, c.case_id
 def write_cases(
     con: duckdb.DuckDBPyConnection, admitted: str, as_of: datetime, table: str = tables.ROLE_CASES
 ) -> None:
-    """Replace ``table`` with the ``admitted`` cases, sorted; reasons stay VARCHAR[], provenance is JSON.
+    """Make ``table`` hold the ``admitted`` cases; reasons stay VARCHAR[], provenance is JSON.
 
-    ``updated_at`` is kept from the row being replaced when none of the content columns changed,
-    else it is ``as_of``: re-materializing unchanged inputs changes no row, and a changed row says
-    when it changed. Call inside ``transaction``.
+    ``updated_at`` is kept from the stored row when none of the content columns changed, else it is
+    ``as_of``: re-materializing unchanged inputs changes no row, and a changed row says when it
+    changed. When at most ``IN_PLACE_SHARE`` of the rows changed, appeared or went, only those are
+    deleted and inserted (a later day usually changes few cases); otherwise the table is rewritten,
+    sorted by role, symbol and case. Call inside ``transaction``.
     """
     provenance = con.sql(f"SELECT provenance FROM {admitted}").types[0]
     with polars_json(con, "_tm_provenance_json", provenance) as json:
         if table_exists(con, table):
+            # encoded once (the encoder is Python): compared with the stored rows, then written
+            con.execute(
+                f"CREATE OR REPLACE TEMP TABLE {ENCODED} AS "
+                f"SELECT * REPLACE ({json}(provenance) AS provenance) FROM {admitted}"
+            )
+            source, encoded = ENCODED, "c.provenance"
             unchanged = " AND ".join(
-                f"{json}(c.provenance)::VARCHAR IS NOT DISTINCT FROM p.provenance::VARCHAR"
+                "c.provenance::VARCHAR IS NOT DISTINCT FROM p.provenance::VARCHAR"
                 if c == "provenance"
                 else f"c.{c} IS NOT DISTINCT FROM p.{c}"
                 for c in CONTENT_COLUMNS
             )
             con.execute(
-                UNCHANGED_SQL.format(into=UNCHANGED, admitted=admitted, table=table, unchanged=unchanged)
+                UNCHANGED_SQL.format(into=UNCHANGED, admitted=source, table=table, unchanged=unchanged)
             )
         else:
+            source, encoded = admitted, f"{json}(c.provenance)"
             con.execute(f"CREATE OR REPLACE TEMP TABLE {UNCHANGED} (case_id VARCHAR, updated_at TIMESTAMPTZ)")
         columns = ", ".join(
-            f"{json}(c.provenance) AS provenance" if c == "provenance" else f"c.{c}"
+            f"{encoded} AS provenance" if c == "provenance" else f"c.{c}"
             for c in ROLE_CASES_DTYPES.names()
             if c != "updated_at"
         )
-        con.execute(
-            WRITE_SQL.format(table=table, columns=columns, admitted=admitted, unchanged=UNCHANGED), [as_of]
-        )
+        try:
+            if source == ENCODED and _write_in_place(con, table, columns, as_of):
+                return
+            con.execute(
+                WRITE_SQL.format(table=table, columns=columns, admitted=source, unchanged=UNCHANGED), [as_of]
+            )
+        finally:
+            con.execute(f"DROP TABLE IF EXISTS {ENCODED}")
+
+
+def _write_in_place(con: duckdb.DuckDBPyConnection, table: str, columns: str, as_of: datetime) -> bool:
+    """Delete the changed and removed rows and insert the changed and new ones, when they are few
+    (False: nothing written, rewrite the table). Unchanged rows are not touched."""
+    ((stored, kept),) = con.execute(
+        f"SELECT (SELECT count(*) FROM {table}), (SELECT count(*) FROM {UNCHANGED} WHERE updated_at IS NOT NULL)"
+    ).fetchall()
+    ((admitted,),) = con.execute(f"SELECT count(*) FROM {ENCODED}").fetchall()
+    if (stored - kept) + (admitted - kept) > IN_PLACE_SHARE * max(stored, admitted):
+        return False
+    keep = f"(SELECT case_id FROM {UNCHANGED} WHERE updated_at IS NOT NULL)"
+    con.execute(f"DELETE FROM {table} WHERE case_id NOT IN {keep}")
+    con.execute(
+        f"INSERT INTO {table} BY NAME SELECT {columns}, $1 AS updated_at FROM {ENCODED} c "
+        f"WHERE c.case_id NOT IN {keep} ORDER BY c.role_id, c.symbol, c.case_id",
+        [as_of],
+    )
+    return True
