@@ -3,6 +3,7 @@
 import dagster as dg
 import polars as pl
 
+from tradingmem_assets.defs.evaluation.incremental import write_runs
 from tradingmem_assets.defs.evaluation.invariants import validate_runs
 from tradingmem_assets.defs.evaluation.scoring import (
     COMPONENTS,
@@ -10,7 +11,6 @@ from tradingmem_assets.defs.evaluation.scoring import (
     append_components,
     check_primary_profiles,
     evaluate,
-    write_runs,
 )
 from tradingmem_assets.defs.operations.ledger import learning_bound
 from tradingmem_assets.defs.resources import WarehouseResource

@@ -27,7 +27,7 @@ Definitions this module commits to (also in docs/evaluation.md):
 - Incremental runs: when the evaluation's landing tables, the code, the settings and the registry
   are unchanged since the last successful main job run at ``since``, and the evaluation tables
   are as it left them, only the decisions an instant in ``(since, as_of]`` can change are
-  evaluated again (``TOUCHED_SQL``: decided, executed, a consumption of its preview, a fill, a
+  evaluated again (``incremental.TOUCHED_SQL``: decided, executed, a consumption of its preview, a fill, a
   window end or a promotion in that interval). Every other decision's inputs, as read at
   ``as_of``, equal those read at ``since``: none of its states is new and its primary intervals
   hold, so its stored rows are kept. ``tests/evaluation/test_incremental.py`` compares the result
@@ -49,6 +49,7 @@ from datetime import datetime
 import duckdb
 import polars as pl
 
+from tradingmem_assets.defs.evaluation.incremental import TOUCHED_SQL
 from tradingmem_assets.defs.evaluation.versions import ALL_RUNS_SQL, FRESH_SQL, FRESH_VIEW_SQL, PRIMARIES_SQL
 from tradingmem_assets.lib import tables
 from tradingmem_assets.lib.columns import table_dtypes
@@ -282,26 +283,6 @@ FROM scored s
 """,
 )
 
-# The decisions an instant in (since, as_of] can change (see the module's docstring).
-TOUCHED_SQL = """
-CREATE OR REPLACE TEMP TABLE _ev_touched AS
-SELECT decision_id FROM raw.trading_decisions WHERE decided_at > $since AND decided_at <= $as_of
-UNION
-SELECT e.decision_id FROM raw.trade_executions e
-WHERE e.executed_at > $since AND e.executed_at <= $as_of
-   OR EXISTS (SELECT 1 FROM raw.benchmark_profiles p
-              WHERE e.executed_at + to_days(p.horizon_days::INTEGER) > $since
-                AND e.executed_at + to_days(p.horizon_days::INTEGER) <= $as_of)
-UNION
-SELECT e.decision_id FROM raw.trade_fills f JOIN raw.trade_executions e USING (execution_id)
-WHERE f.filled_at > $since AND f.filled_at <= $as_of
-UNION
-SELECT d.decision_id FROM raw.preview_consumptions c JOIN raw.trading_decisions d USING (preview_id)
-WHERE c.consumed_at > $since AND c.consumed_at <= $as_of
-UNION
-SELECT decision_id FROM raw.evaluation_promotions WHERE promoted_at > $since AND promoted_at <= $as_of
-"""
-
 COMPONENTS_SQL = """
 SELECT f.run_id, c.component,
        CASE c.component
@@ -375,25 +356,6 @@ def evaluate(
         con.unregister("_ev_empty")
     for statement in (*_PIPELINE_SQL, FRESH_SQL, FRESH_VIEW_SQL, PRIMARIES_SQL, ALL_RUNS_SQL):
         run_script(con, statement, params)
-
-
-def write_runs(con: duckdb.DuckDBPyConnection, incremental: bool) -> None:
-    """Store ``_ev_all`` and ``_ev_primaries`` (call in a transaction): the whole tables, or, when
-    incremental, in place of the touched decisions' rows."""
-    if incremental:
-        for table in (tables.EVALUATION_RUNS, tables.EVALUATION_PRIMARIES):
-            con.execute(f"DELETE FROM {table} WHERE decision_id IN (SELECT decision_id FROM _ev_touched)")
-        con.execute(f"INSERT INTO {tables.EVALUATION_RUNS} BY NAME SELECT * FROM _ev_all").fetchall()
-        con.execute(
-            f"INSERT INTO {tables.EVALUATION_PRIMARIES} BY NAME "
-            "SELECT * FROM _ev_primaries ORDER BY decision_id, primary_from"
-        ).fetchall()
-        return
-    con.execute(f"CREATE OR REPLACE TABLE {tables.EVALUATION_RUNS} AS SELECT * FROM _ev_all").fetchall()
-    con.execute(
-        f"CREATE OR REPLACE TABLE {tables.EVALUATION_PRIMARIES} AS "
-        "SELECT * FROM _ev_primaries ORDER BY decision_id, primary_from"
-    ).fetchall()
 
 
 def append_components(con: duckdb.DuckDBPyConnection) -> None:
