@@ -2,11 +2,14 @@
 new instants can change, and stores exactly what a full evaluation would (SPEC section 14)."""
 
 import shutil
+from datetime import datetime
 
 import dagster as dg
 import duckdb
+import polars as pl
 import pytest
 
+from tradingmem_assets.defs.evaluation.incremental import VISIBLE_BY
 from tradingmem_assets.defs.operations.runs import run_main_job
 from tradingmem_assets.demo import write_demo_world
 from tradingmem_assets.lib import tables
@@ -69,6 +72,49 @@ def test_an_incremental_evaluation_equals_a_full_one(tmp_path, landing, instance
         decisions = con.execute("SELECT count(*) FROM raw.trading_decisions").fetchall()[0][0]
         touched = int(metadata["evaluated"].split("only the ")[1].split(" ")[0])
     assert 0 < touched < decisions / 4
+
+
+def _landing_until(source, target, until: str):
+    """The landing folder as it stood at ``until``: the evaluation's rows stamped after it are not there yet."""
+    target.mkdir(exist_ok=True)
+    for path in source.iterdir():
+        table = path.name.split(".")[0]
+        column = VISIBLE_BY.get(table)
+        if column is None:
+            shutil.copy(path, target / path.name)
+            continue
+        frame = pl.read_parquet(path)
+        cut = datetime.fromisoformat(until.replace("Z", "+00:00"))
+        frame.filter(pl.col(column) <= cut).write_parquet(target / path.name)
+
+
+def test_a_day_of_new_landing_rows_is_evaluated_incrementally_as_a_full_evaluation_would(
+    tmp_path, landing, instance
+):
+    """Landing files that grew by the rows of one more week (the rows before unchanged) keep the
+    basis; a corrected row from before the last evaluation does not."""
+    incremental, full = tmp_path / "incremental.duckdb", tmp_path / "full.duckdb"
+    _landing_until(landing, tmp_path / "day1", STEPS[0])
+    _run(instance, incremental, tmp_path / "day1", STEPS[0])
+    shutil.copy(incremental, full)
+    _landing_until(landing, tmp_path / "day2", STEPS[1])
+    report = _run(instance, incremental, tmp_path / "day2", STEPS[1])
+    metadata = _evaluation_metadata(instance, report.run_id)
+    assert metadata["evaluated"].startswith("incremental since run") and metadata["appended_versions"] > 0
+    _forget_evaluation_state(full)
+    _run(instance, full, tmp_path / "day2", STEPS[1])
+    assert _rows(incremental) == _rows(full)
+    # a fill before the last evaluation corrected: the past changed, everything is evaluated again
+    fills = tmp_path / "day2" / "trade_fills.parquet"
+    frame = pl.read_parquet(fills)
+    frame.with_columns(
+        pl.when(pl.int_range(pl.len()) == 0)
+        .then(pl.col("price") * 1.01)
+        .otherwise(pl.col("price"))
+        .alias("price")
+    ).write_parquet(fills)
+    report = _run(instance, incremental, tmp_path / "day2", STEPS[2])
+    assert _evaluation_metadata(instance, report.run_id)["evaluated"].startswith("every executed")
 
 
 def test_a_hand_edited_evaluation_table_is_evaluated_in_full(tmp_path, landing, instance):

@@ -16,6 +16,7 @@ RECORDS = {
     "warehouse_runs",
     "run_inputs",
     "run_table_states",
+    "evaluation_basis",
     "methodology_cron_runs",
     "llm_usage",
     "methodology_audit_reports",

@@ -21,6 +21,7 @@ RUN_RECORDS = {
     "warehouse_runs",
     "run_inputs",
     "run_table_states",
+    "evaluation_basis",
     "methodology_cron_runs",
     "methodology_audit_reports",
     "llm_usage",

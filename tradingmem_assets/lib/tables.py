@@ -29,6 +29,7 @@ RAW_REJECTS = "main.raw_rejects"
 EXECUTION_CHAIN = ("trading_decisions", "trade_previews", "preview_consumptions", "trade_executions")
 # evaluation
 EVALUATION_RUNS = "main.evaluation_runs"
+EVALUATION_BASIS = "main.evaluation_basis"
 EVALUATION_COMPONENTS = "main.evaluation_components"
 EVALUATION_PRIMARIES = "main.evaluation_primaries"
 # role memory

@@ -3,7 +3,7 @@
 import dagster as dg
 import polars as pl
 
-from tradingmem_assets.defs.evaluation.incremental import write_runs
+from tradingmem_assets.defs.evaluation import incremental
 from tradingmem_assets.defs.evaluation.invariants import validate_runs
 from tradingmem_assets.defs.evaluation.scoring import (
     COMPONENTS,
@@ -36,15 +36,6 @@ EVALUATION_LANDING = (
     "evaluation_promotions",
 )
 EVALUATION_INPUTS = [raw_key(t) for t in EVALUATION_LANDING]
-# what must be exactly as the last run left it for an incremental evaluation
-INCREMENTAL_BASIS = frozenset(
-    {
-        *(tables.raw_table(t) for t in EVALUATION_LANDING),
-        tables.EVALUATION_RUNS,
-        tables.EVALUATION_PRIMARIES,
-        tables.EVALUATION_COMPONENTS,
-    }
-)
 # what the assets of this module write, and the checks they evaluate as they write (tuples: the
 # defs loader would take a module-level list of AssetSpec for assets of their own)
 EVALUATION_SPECS = (
@@ -86,18 +77,26 @@ def evaluation(context: dg.AssetExecutionContext, warehouse: WarehouseResource):
                 check_primary_profiles(roles, profiles)
             except EvaluationConfigError as exc:
                 raise dg.Failure(description=str(exc)) from exc
-        unchanged = warehouse.unchanged
-        since = unchanged.as_of if INCREMENTAL_BASIS <= unchanged.tables else None
+        basis = incremental.latest_basis(con)
+        since = None
+        if (
+            basis is not None
+            and basis.as_of <= as_of
+            and warehouse.unchanged.as_left_by(con, basis.run_id, incremental.EVALUATION_TABLES)
+            and incremental.holds(con, basis)
+        ):
+            since = basis.as_of
         evaluate(con, roles, as_of, learning_bound(con), since=since)
         validation, _ = validate_runs(con, "_ev_all")
         yield from refuse_write(validation, "evaluation_runs", [(RUNS_INVARIANTS_CHECK, "evaluation_runs")])
         with transaction(con):
-            write_runs(con, incremental=since is not None)
+            incremental.write_runs(con, incremental=since is not None)
             append_components(con)
+            incremental.record_basis(con, context.run_id, as_of)
         touched = None
         if since is not None:
             touched = scalar(con, "SELECT count(*) FROM _ev_touched")
-            context.log.info(f"incremental since run {unchanged.run_id}: {touched} decisions evaluated again")
+            context.log.info(f"incremental since run {basis.run_id}: {touched} decisions evaluated again")
         appended = scalar(con, "SELECT count(*) FROM _ev_fresh")
         by_status = con.execute(
             f"SELECT status, count(*), count(*) FILTER (WHERE is_primary) FROM {tables.EVALUATION_RUNS} "
@@ -126,10 +125,10 @@ def evaluation(context: dg.AssetExecutionContext, warehouse: WarehouseResource):
             "evaluated": dg.MetadataValue.text(
                 "every executed decision (full build)"
                 if since is None
-                else f"incremental since run {unchanged.run_id} (as_of {since.isoformat()}): only the "
+                else f"incremental since run {basis.run_id} (as_of {since.isoformat()}): only the "
                 f"{touched} decisions decided, executed, consumed, filled, settled or promoted since; "
-                "the evaluation inputs, code, settings and registry are unchanged, and every other "
-                "decision's stored runs hold"
+                "every landing row stamped at or before that as_of, the code, settings and registry "
+                "are unchanged, so every other decision's stored runs hold"
             ),
         },
         check_results=[check_result(RUNS_INVARIANTS_CHECK, validation, dg.AssetKey("evaluation_runs"))],

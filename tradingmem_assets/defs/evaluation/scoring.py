@@ -24,21 +24,15 @@ Definitions this module commits to (also in docs/evaluation.md):
   A state is appended when no stored version of its (decision, profile) has its ``inputs_hash``.
   A state whose instant was already behind the previous learning run (a landing file corrected
   after the fact) is knowable only now: its ``known_at`` is this run's ``as_of``.
-- Incremental runs: when the evaluation's landing tables, the code, the settings and the registry
-  are unchanged since the last successful main job run at ``since``, and the evaluation tables
-  are as it left them, only the decisions an instant in ``(since, as_of]`` can change are
-  evaluated again (``incremental.TOUCHED_SQL``: decided, executed, a consumption of its preview, a fill, a
+- Incremental runs (``incremental.py``): when every landing row the last evaluation could see
+  (stamped at or before its ``as_of``, ``since``) is still exactly there, the code, settings and
+  registry are unchanged and the evaluation tables are as that run left them, only the
+  decisions an instant in ``(since, as_of]`` can change are evaluated again
+  (``incremental.TOUCHED_SQL``: decided, executed, a consumption of its preview, a fill, a
   window end or a promotion in that interval). Every other decision's inputs, as read at
   ``as_of``, equal those read at ``since``: none of its states is new and its primary intervals
-  hold, so its stored rows are kept. ``tests/evaluation/test_incremental.py`` compares the result
-  with a full rebuild.
-- ``inputs_hash`` of a settled version covers the profile, the execution, the fills of its state
-  and every bar the run read; of version 0, the profile and the execution.
-- Promotion policy: version 1 of the role's primary profile is primary from its ``known_at``
-  (version 0 from the execution until then). Other versions become primary only through an
-  ``evaluation_promotions`` row, from the later of its ``promoted_at`` and the version's
-  ``known_at``; the newest such promotion wins over the policy. ``evaluation_primaries`` keeps
-  every interval a run was primary, so any past instant can be asked which run was primary.
+  hold, so its stored rows are kept. ``tests/evaluation/test_incremental.py`` compares the
+  result with a full evaluation.
 """
 
 from __future__ import annotations

@@ -31,7 +31,8 @@ since* the latest such run when both are equal now:
 from __future__ import annotations
 
 import hashlib
-from dataclasses import asdict, dataclass
+from collections.abc import Iterable
+from dataclasses import asdict, dataclass, field
 from datetime import datetime
 from importlib import metadata
 from pathlib import Path
@@ -72,6 +73,7 @@ NOT_DERIVED = frozenset(
         tables.WAREHOUSE_RUNS,
         tables.RUN_INPUTS,
         tables.RUN_TABLE_STATES,
+        tables.EVALUATION_BASIS,
         tables.METHODOLOGY_CRON_RUNS,
         tables.LLM_USAGE,
         tables.METHODOLOGY_AUDIT_REPORTS,
@@ -248,24 +250,37 @@ class Unchanged:
     run_id: str | None = None
     as_of: datetime | None = None
     tables: frozenset[str] = frozenset()
+    states: dict[str, tuple[str, str, str]] = field(default_factory=dict)  # every table's, now
+
+    def as_left_by(self, con: duckdb.DuckDBPyConnection, run_id: str, names: Iterable[str]) -> bool:
+        """Whether these tables are now exactly as run ``run_id`` left them, from the same inputs."""
+        recorded = recorded_states(con, run_id)
+        return all(name in self.states and recorded.get(name) == self.states[name] for name in names)
+
+
+def recorded_states(con: duckdb.DuckDBPyConnection, run_id: str) -> dict[str, tuple[str, str, str]]:
+    """Per table, its state at the end of run ``run_id`` (empty: no such record)."""
+    if not table_exists(con, tables.RUN_TABLE_STATES):
+        return {}
+    return {
+        name: (fingerprint_, layout, rejects)
+        for name, fingerprint_, layout, rejects in con.execute(
+            "SELECT table_name, input_fingerprint, storage_layout, rejects_digest "
+            f"FROM {tables.RUN_TABLE_STATES} WHERE run_id = ?",
+            [run_id],
+        ).fetchall()
+    }
 
 
 def unchanged_tables(
     con: duckdb.DuckDBPyConnection, *, fingerprints: dict[str, str], layouts: dict[str, str]
 ) -> Unchanged:
     """Which tables need no recomputation from their own inputs, as of the latest recorded run."""
-    latest = _latest_run(con)
-    if latest is None or not table_exists(con, tables.RUN_TABLE_STATES):
-        return Unchanged()
-    recorded = {
-        name: (fingerprint_, layout, rejects)
-        for name, fingerprint_, layout, rejects in con.execute(
-            "SELECT table_name, input_fingerprint, storage_layout, rejects_digest "
-            f"FROM {tables.RUN_TABLE_STATES} WHERE run_id = ?",
-            [latest[0]],
-        ).fetchall()
-    }
     now = _states(con, fingerprints, layouts)
+    latest = _latest_run(con)
+    if latest is None:
+        return Unchanged(states=now)
+    recorded = recorded_states(con, latest[0])
     (as_of,) = con.execute(f"SELECT as_of FROM {tables.RUN_INPUTS} WHERE run_id = ?", [latest[0]]).fetchall()[
         0
     ]
@@ -273,4 +288,5 @@ def unchanged_tables(
         run_id=latest[0],
         as_of=as_of,
         tables=frozenset(name for name, state in now.items() if recorded.get(name) == state),
+        states=now,
     )
