@@ -28,8 +28,9 @@ from tradingmem_assets.settings import (
     resolve_as_of,
 )
 
-# DuckDB's default cache is 80 % of RAM; the warehouse job must stay well inside 4 GB at SF 10.
-DUCKDB_MEMORY_LIMIT = os.environ.get("TRADINGMEM_DUCKDB_MEMORY_LIMIT") or "2GB"
+# DuckDB's default cache is 80 % of RAM. The main job must stay within 3 GB at SF 10: 1.5 GB of
+# buffer pool (the large queries run in stages that spill) plus the Python side of a step.
+DUCKDB_MEMORY_LIMIT = os.environ.get("TRADINGMEM_DUCKDB_MEMORY_LIMIT") or "1.5GB"
 
 # Validated when the code location loads: a broken roles file stops the load with its message.
 LOADED_REGISTRY: RoleRegistry = load_registry(SETTINGS.roles_file)
