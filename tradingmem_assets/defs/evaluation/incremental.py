@@ -2,7 +2,7 @@
 unchanged, which decisions a later ``as_of`` can change, and storing their rows in place.
 
 The *basis* of an evaluation at ``as_of`` is, per raw table the pipeline reads, a digest of the
-rows it could see (those stamped at or before ``as_of``; every profile). It is stored with the
+rows it could see (those stamped at or before ``as_of``; all benchmark profiles). It is stored with the
 evaluation's write (``evaluation_basis``, in the same transaction). A later evaluation is
 incremental when the basis holds now, so the landing files may have grown (one more day of
 data) or been rewritten, as long as nothing at or before that ``as_of`` changed, and the
