@@ -78,16 +78,14 @@ class WarehouseResource(DuckDBResource):
         self._anchor.enter_context(self.get_connection())
         if kind == "learning":
             landing = fingerprint(Path(self.landing_dir), tables=LANDING_TABLES)
-            code = replay.code_fingerprint()
-            self._inputs = replay.inputs_fingerprint(
-                as_of=self._as_of_ts,
+            self._fingerprints = replay.table_fingerprints(
                 landing=landing,
-                code=code,
+                code=replay.code_fingerprint(),
                 settings=SETTINGS,
                 roles_file=Path(self.roles_file),
             )
-            self._fingerprints = replay.table_fingerprints(
-                landing=landing, code=code, settings=SETTINGS, roles_file=Path(self.roles_file)
+            self._inputs = replay.inputs_fingerprint(
+                as_of=self._as_of_ts, landing=landing, fingerprints=self._fingerprints
             )
             with self._open() as con:
                 layouts = replay.table_layouts(con)

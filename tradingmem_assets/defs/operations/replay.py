@@ -109,19 +109,10 @@ def code_fingerprint() -> str:
     )
 
 
-def inputs_fingerprint(
-    *, as_of: datetime, landing: LandingState, code: str, settings: Settings, roles_file: Path
-) -> str:
-    """Everything a learning run's derived rows are computed from."""
-    return _digest(
-        [
-            as_of.isoformat().encode(),
-            landing.key.encode(),  # what the landing sensor keys on
-            code.encode(),
-            repr(sorted(asdict(settings).items())).encode(),
-            Path(roles_file).read_bytes(),
-        ]
-    )
+def inputs_fingerprint(*, as_of: datetime, landing: LandingState, fingerprints: dict[str, str]) -> str:
+    """Everything a learning run's derived rows are computed from: ``as_of``, the landing files
+    (what the landing sensor keys on) and the code, settings and registry (``fingerprints["*"]``)."""
+    return _digest([as_of.isoformat().encode(), landing.key.encode(), fingerprints["*"].encode()])
 
 
 def table_fingerprints(
@@ -248,7 +239,6 @@ class Unchanged:
     inputs (``run_id`` None: no such run, nothing is reused)."""
 
     run_id: str | None = None
-    as_of: datetime | None = None
     tables: frozenset[str] = frozenset()
     states: dict[str, tuple[str, str, str]] = field(default_factory=dict)  # every table's, now
 
@@ -281,12 +271,8 @@ def unchanged_tables(
     if latest is None:
         return Unchanged(states=now)
     recorded = recorded_states(con, latest[0])
-    (as_of,) = con.execute(f"SELECT as_of FROM {tables.RUN_INPUTS} WHERE run_id = ?", [latest[0]]).fetchall()[
-        0
-    ]
     return Unchanged(
         run_id=latest[0],
-        as_of=as_of,
         tables=frozenset(name for name, state in now.items() if recorded.get(name) == state),
         states=now,
     )

@@ -47,8 +47,9 @@ def write_cases(
     sorted by role, symbol and case. Call inside ``transaction``.
     """
     provenance = con.sql(f"SELECT provenance FROM {admitted}").types[0]
+    existing = table_exists(con, table)
     with polars_json(con, "_tm_provenance_json", provenance) as json:
-        if table_exists(con, table):
+        if existing:
             # encoded once (the encoder is Python): compared with the stored rows, then written
             con.execute(
                 f"CREATE OR REPLACE TEMP TABLE {ENCODED} AS "
@@ -73,7 +74,7 @@ def write_cases(
             if c != "updated_at"
         )
         try:
-            if source == ENCODED and _write_in_place(con, table, columns, as_of):
+            if existing and _write_in_place(con, table, columns, as_of):
                 return
             con.execute(
                 WRITE_SQL.format(table=table, columns=columns, admitted=source, unchanged=UNCHANGED), [as_of]
