@@ -3,10 +3,12 @@
 import math
 from importlib.resources import files
 
+import pandera.polars as pa
 import polars as pl
 import pytest
 
 from tests.world import World, ts
+from tradingmem_assets.defs.evaluation import invariants
 from tradingmem_assets.defs.evaluation.scoring import run_id_for
 
 EVAL = ["evaluation_runs", "evaluation_primaries", "evaluation_components"]
@@ -366,3 +368,22 @@ def test_same_inputs_and_as_of_give_identical_rows_in_a_fresh_warehouse(world: W
         a = world.query(f"SELECT * FROM {table} ORDER BY ALL")
         b = other.query(f"SELECT * FROM {table} ORDER BY ALL")
         assert a.height > 0 and a.equals(b)
+
+
+def test_runs_breaking_an_invariant_are_validated_as_written_and_rolled_back(world: World, monkeypatch):
+    """The runs are validated in the write's transaction: a failure reports the check failed and
+    leaves all three evaluation tables as the previous run wrote them."""
+    trade_world(world)
+    world.materialize(LANDING + EVAL, as_of="2012-06-05T00:00:00Z")  # every window still open
+    before = {t: world.query(f"SELECT * FROM {t} ORDER BY ALL") for t in EVAL}
+    # a stricter red line that the settled runs of a later as_of break
+    strict = invariants.EVALUATION_RUNS_INVARIANTS.update_column(
+        "status", checks=[pa.Check.isin(["pending"])]
+    )
+    monkeypatch.setattr(invariants, "EVALUATION_RUNS_INVARIANTS", strict)
+    result = world.materialize(LANDING + EVAL, as_of="2012-06-09T00:00:00Z", raise_on_error=False)
+    assert not result.success
+    checks = {e.check_name: e.passed for e in result.get_asset_check_evaluations()}
+    assert checks["evaluation_runs_invariants"] is False
+    for table, rows in before.items():
+        assert rows.height > 0 and world.query(f"SELECT * FROM {table} ORDER BY ALL").equals(rows), table

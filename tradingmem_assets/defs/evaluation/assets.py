@@ -87,10 +87,13 @@ def evaluation(context: dg.AssetExecutionContext, warehouse: WarehouseResource):
         ):
             since = basis.as_of
         evaluate(con, roles, as_of, learning_bound(con), since=since)
-        validation, _ = validate_runs(con, "_ev_all")
-        yield from refuse_write(validation, "evaluation_runs", [(RUNS_INVARIANTS_CHECK, "evaluation_runs")])
+        # validated as written, before COMMIT: a broken invariant rolls the write back
         with transaction(con):
-            incremental.write_runs(con, incremental=since is not None)
+            written = incremental.write_runs(con, incremental=since is not None)
+            validation, _ = validate_runs(con, written)
+            yield from refuse_write(
+                validation, "evaluation_runs", [(RUNS_INVARIANTS_CHECK, "evaluation_runs")]
+            )
             append_components(con)
             incremental.record_basis(con, context.run_id, as_of)
         touched = None

@@ -33,6 +33,7 @@ VISIBLE_BY = {
 }
 EVALUATION_TABLES = (tables.EVALUATION_RUNS, tables.EVALUATION_PRIMARIES, tables.EVALUATION_COMPONENTS)
 BASIS_DTYPES = table_dtypes(tables.EVALUATION_BASIS)
+WRITTEN = "_ev_written"  # the runs an incremental evaluation wrote (the touched decisions')
 
 
 @dataclass(frozen=True)
@@ -104,20 +105,24 @@ SELECT decision_id FROM raw.evaluation_promotions WHERE promoted_at > $since AND
 """
 
 
-def write_runs(con: duckdb.DuckDBPyConnection, incremental: bool) -> None:
+def write_runs(con: duckdb.DuckDBPyConnection, incremental: bool) -> str:
     """Store ``_ev_all`` and ``_ev_primaries`` (call in a transaction): the whole tables, or, when
-    incremental, in place of the touched decisions' rows."""
+    incremental, in place of the touched decisions' rows. Returns the relation holding the runs
+    written, for their validation before the transaction commits."""
     if incremental:
+        # _ev_all reads the touched decisions' stored runs: kept before they are deleted
+        con.execute(f"CREATE OR REPLACE TEMP TABLE {WRITTEN} AS SELECT * FROM _ev_all").fetchall()
         for table in (tables.EVALUATION_RUNS, tables.EVALUATION_PRIMARIES):
             con.execute(f"DELETE FROM {table} WHERE decision_id IN (SELECT decision_id FROM _ev_touched)")
-        con.execute(f"INSERT INTO {tables.EVALUATION_RUNS} BY NAME SELECT * FROM _ev_all").fetchall()
+        con.execute(f"INSERT INTO {tables.EVALUATION_RUNS} BY NAME SELECT * FROM {WRITTEN}").fetchall()
         con.execute(
             f"INSERT INTO {tables.EVALUATION_PRIMARIES} BY NAME "
             "SELECT * FROM _ev_primaries ORDER BY decision_id, primary_from"
         ).fetchall()
-        return
+        return WRITTEN
     con.execute(f"CREATE OR REPLACE TABLE {tables.EVALUATION_RUNS} AS SELECT * FROM _ev_all").fetchall()
     con.execute(
         f"CREATE OR REPLACE TABLE {tables.EVALUATION_PRIMARIES} AS "
         "SELECT * FROM _ev_primaries ORDER BY decision_id, primary_from"
     ).fetchall()
+    return tables.EVALUATION_RUNS

@@ -318,7 +318,7 @@ def evaluate(
     since: datetime | None = None,
 ) -> None:
     """Build the temp tables ``_ev_fresh`` (runs to append), ``_ev_primaries`` (every primary
-    interval) and ``_ev_all`` (every run, primary as of ``as_of``). ``prev_bound`` is the as_of of
+    interval) and the view ``_ev_all`` (every run, primary as of ``as_of``). ``prev_bound`` is the as_of of
     the previous learning run (None on a fresh warehouse). With ``since`` (incremental: see the
     module's docstring), only the decisions in ``_ev_touched`` are evaluated, and ``_ev_primaries``
     and ``_ev_all`` hold their rows only.

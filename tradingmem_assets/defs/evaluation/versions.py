@@ -105,9 +105,10 @@ SELECT decision_id, run_id, effective_at AS primary_from,
 FROM changes
 """
 
-# All runs with is_primary / promoted_at as of this run (the open primary interval).
+# All runs with is_primary / promoted_at as of this run (the open primary interval): a view, so a
+# full build writes the stored table straight from it (incremental.write_runs).
 ALL_RUNS_SQL = """
-CREATE OR REPLACE TEMP TABLE _ev_all AS
+CREATE OR REPLACE TEMP VIEW _ev_all AS
 WITH runs AS (
     SELECT run_id, decision_id, execution_id, profile_id, run_version, inputs_hash, status, known_at, created_at
     FROM _ev_previous
