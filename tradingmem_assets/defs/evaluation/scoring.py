@@ -44,7 +44,7 @@ import duckdb
 import polars as pl
 
 from tradingmem_assets.defs.evaluation.incremental import TOUCHED_SQL
-from tradingmem_assets.defs.evaluation.versions import ALL_RUNS_SQL, FRESH_SQL, FRESH_VIEW_SQL, PRIMARIES_SQL
+from tradingmem_assets.defs.evaluation.versions import ALL_RUNS_SQL, FRESH_SQL, FRESH_TABLE_SQL, PRIMARIES_SQL
 from tradingmem_assets.lib import tables
 from tradingmem_assets.lib.columns import table_dtypes
 from tradingmem_assets.lib.warehouse import run_script, table_exists
@@ -348,7 +348,7 @@ def evaluate(
         con.register("_ev_empty", pl.DataFrame(schema=EVALUATION_RUNS_DTYPES))
         con.execute("CREATE OR REPLACE TEMP TABLE _ev_previous AS SELECT * FROM _ev_empty").fetchall()
         con.unregister("_ev_empty")
-    for statement in (*_PIPELINE_SQL, FRESH_SQL, FRESH_VIEW_SQL, PRIMARIES_SQL, ALL_RUNS_SQL):
+    for statement in (*_PIPELINE_SQL, FRESH_SQL, FRESH_TABLE_SQL, PRIMARIES_SQL, ALL_RUNS_SQL):
         run_script(con, statement, params)
 
 

@@ -1,7 +1,7 @@
 """Evaluation versions and primaries (SPEC sections 4 and 16), as SQL over the measured states.
 
 They read the temp tables of ``scoring.evaluate`` (``_ev_measured``, ``_ev_previous``, ``_ev_exec``,
-``_ev_roles``) and build ``_ev_fresh`` (versions to append), ``_ev_primaries`` (every interval a run
+``_ev_roles``) and build ``_ev_fresh`` (versions to append, the only measured rows kept), ``_ev_primaries`` (every interval a run
 was primary) and ``_ev_all`` (every run with its primary flag as of the run).
 """
 
@@ -41,17 +41,26 @@ numbered AS (
            END::BIGINT AS run_version
     FROM candidates c LEFT JOIN latest l USING (decision_id, profile_id)
 )
-SELECT n.rid, n.known_at, n.run_version,
-       'er_' || left(sha256(n.decision_id || '|' || n.profile_id || '|' || n.run_version::VARCHAR), 16) AS run_id,
-       $as_of::TIMESTAMPTZ AS created_at
-FROM numbered n
+SELECT rid, known_at, run_version FROM numbered  -- narrow: the build side of the join below
 """
 
-# the versions to append: a view, so the wide measured rows are never copied once more
-FRESH_VIEW_SQL = """
-CREATE OR REPLACE TEMP VIEW _ev_fresh AS
-SELECT m.* REPLACE (n.known_at AS known_at), n.run_version, n.run_id, n.created_at
-FROM _ev_fresh_keys n JOIN _ev_measured m ON m.rowid = n.rid
+# The versions to append, joined with their measured rows once (three later statements read
+# them); then the scratch tables are dropped, so what follows (at SF 30, 17 million runs) does not
+# spill them.
+FRESH_TABLE_SQL = """
+CREATE OR REPLACE TEMP TABLE _ev_fresh AS
+SELECT m.* REPLACE (n.known_at AS known_at), n.run_version,
+       'er_' || left(sha256(m.decision_id || '|' || m.profile_id || '|' || n.run_version::VARCHAR), 16) AS run_id,
+       $as_of::TIMESTAMPTZ AS created_at
+FROM _ev_fresh_keys n JOIN _ev_measured m ON m.rowid = n.rid;
+DROP TABLE _ev_fresh_keys;
+DROP TABLE _ev_measured;
+DROP TABLE _ev_at_grid;
+DROP TABLE _ev_state_fills;
+DROP TABLE _ev_states;
+DROP TABLE _ev_grid;
+DROP TABLE _ev_at_exec;
+DROP TABLE _ev_bars
 """
 
 # Every interval a run was primary: the policy (version 0 from the execution, version 1 from its
