@@ -12,7 +12,7 @@ from tradingmem_assets.defs.evaluation.invariants import (
     VALIDATED_COLUMNS,
     validate_runs,
 )
-from tradingmem_assets.lib.validation import validate
+from tradingmem_assets.lib.validation import bucket_frames, validate
 
 T = datetime(2024, 1, 2, tzinfo=UTC)
 
@@ -67,3 +67,18 @@ def test_buckets_report_what_one_frame_reports(tamper, monkeypatch):
         return sorted(set(v.failure_cases.select("column", "check").rows()), key=str)
 
     assert found(bucketed) == found(whole)
+
+
+def test_ranges_split_the_table_by_decision_and_keep_rows_without_one():
+    con = duckdb.connect()
+    con.execute("SET TimeZone = 'UTC'")
+    con.register("frame", _runs(40))
+    con.execute("CREATE TABLE runs AS SELECT * FROM frame")
+    con.execute("UPDATE runs SET decision_id = NULL WHERE run_id = 'er_0005_0'")
+    frames = list(bucket_frames(con, "runs", VALIDATED_COLUMNS, "decision_id", 7))
+    assert len(frames) > 5
+    owners: dict = {}
+    for n, frame in enumerate(frames):
+        for decision in frame.get_column("decision_id").unique().to_list():
+            assert owners.setdefault(decision, n) == n, f"{decision} in two ranges"
+    assert sum(f.height for f in frames) == 80

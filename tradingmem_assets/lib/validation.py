@@ -1,6 +1,6 @@
 """Run a Pandera schema lazily and keep its failure cases as data (never a bare traceback).
 
-Large tables are validated one customer range or one decision bucket at a time, so only one range
+Large tables are validated one customer range or one range of decisions at a time, so only one range
 is in Python at once.
 """
 
@@ -87,17 +87,40 @@ def customer_ranges(
     return list(zip(starts, [*starts[1:], None], strict=True))
 
 
+# keys sampled to place the bounds of ``bucket_frames``' ranges (any bounds are correct; a sample
+# only keeps the ranges near their intended size)
+BOUND_SAMPLE_ROWS = 100_000
+
+
 def bucket_frames(
     con: duckdb.DuckDBPyConnection, relation: str, columns: str, key: str, size: int
 ) -> Iterator[pl.DataFrame]:
-    """``columns`` of ``relation`` in hash buckets of ``key`` of about ``size`` rows each: every row
-    of one key value falls in one bucket, so a per-key or unique-key check over each bucket checks
-    the whole table, with one bucket in Python at once (no sort needed, unlike ``customer_ranges``)."""
+    """``columns`` of ``relation`` in ranges of ``key`` of about ``size`` rows each: every row of
+    one key value falls in one range, so a per-key or unique-key check over each range checks the
+    whole table, with one range in Python at once. The bounds are quantiles of a sample of the
+    keys, so finding them is one scan of one column; on a table stored sorted by ``key`` each range
+    reads only its own row groups, and the whole validation stays linear in the rows."""
     [(rows,)] = con.execute(f"SELECT count(*) FROM {relation}").fetchall()
     buckets = max(1, -(-rows // size))
-    for bucket in range(buckets):
-        where = "" if buckets == 1 else f" WHERE hash({key}) % {buckets} = {bucket}"
-        yield as_utc(con.sql(f"SELECT {columns} FROM {relation}{where}").pl())
+    bounds: list = []
+    if buckets > 1:
+        quantiles = [i / buckets for i in range(1, buckets)]
+        [(sampled,)] = con.execute(
+            f"SELECT quantile_disc({key}, $q) FROM (SELECT {key} FROM {relation} WHERE {key} IS NOT NULL "
+            f"USING SAMPLE reservoir({BOUND_SAMPLE_ROWS} ROWS) REPEATABLE (7))",
+            {"q": quantiles},
+        ).fetchall()
+        bounds = sorted(set(sampled or []))
+    edges = [None, *bounds, None]
+    for lo, hi in zip(edges, edges[1:], strict=False):
+        condition = " AND ".join(
+            [*([f"{key} >= $lo"] if lo is not None else []), *([f"{key} < $hi"] if hi is not None else [])]
+        )
+        if lo is None:  # the first range also holds the rows without a key
+            condition = f"({condition or 'true'} OR {key} IS NULL)"
+        params = {name: v for name, v in (("lo", lo), ("hi", hi)) if v is not None}
+        frame = con.sql(f"SELECT {columns} FROM {relation} WHERE {condition}", params=params or None)
+        yield as_utc(frame.pl())
 
 
 def unique_across_buckets(

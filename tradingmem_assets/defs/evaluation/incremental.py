@@ -120,7 +120,11 @@ def write_runs(con: duckdb.DuckDBPyConnection, incremental: bool) -> str:
             "SELECT * FROM _ev_primaries ORDER BY decision_id, primary_from"
         ).fetchall()
         return WRITTEN
-    con.execute(f"CREATE OR REPLACE TABLE {tables.EVALUATION_RUNS} AS SELECT * FROM _ev_all").fetchall()
+    # stored in decision order: a validation range then reads only its own row groups
+    con.execute(
+        f"CREATE OR REPLACE TABLE {tables.EVALUATION_RUNS} AS "
+        "SELECT * FROM _ev_all ORDER BY decision_id, profile_id, run_version"
+    ).fetchall()
     con.execute(
         f"CREATE OR REPLACE TABLE {tables.EVALUATION_PRIMARIES} AS "
         "SELECT * FROM _ev_primaries ORDER BY decision_id, primary_from"
