@@ -55,6 +55,12 @@ def test_every_stored_check_passes_on_an_untouched_warehouse(built):
             ("fin_customer_profile", "stored_profile_red_lines"),
         ),
         (
+            "UPDATE main.fin_customer_profile SET generation_basis = replace(generation_basis, "
+            "'\"risk_tags\":', '\"risk_tagz\":') WHERE customer_id = (SELECT min(customer_id) "
+            "FROM main.fin_customer_profile)",
+            ("fin_customer_profile", "stored_profile_red_lines"),
+        ),
+        (
             "UPDATE main.evaluation_runs SET is_primary = true, promoted_at = known_at WHERE run_id = ("
             "SELECT min(r.run_id) FROM main.evaluation_runs r WHERE NOT r.is_primary AND r.status = 'complete' "
             "AND r.decision_id IN (SELECT decision_id FROM main.evaluation_runs WHERE is_primary))",
@@ -65,7 +71,13 @@ def test_every_stored_check_passes_on_an_untouched_warehouse(built):
             ("role_cases", "role_cases_invariants"),
         ),
     ],
-    ids=["internal_doc_in_customer_kb", "investor_type_overwritten", "second_primary_run", "duplicate_case"],
+    ids=[
+        "internal_doc_in_customer_kb",
+        "investor_type_overwritten",
+        "a_field_without_basis",
+        "second_primary_run",
+        "duplicate_case",
+    ],
 )
 def test_a_hand_edit_is_reported_as_a_failed_check(built, edit, check):
     tamper(built, edit)

@@ -19,12 +19,14 @@ from tradingmem_assets.lib.warehouse import read_frame
 
 def _profile_read(con, built_at) -> pl.DataFrame:
     keys = ", ".join(f"'{f}'" for f in fields.PROFILE_FIELDS)
+    # each basis is parsed once (its top-level keys), not once per field
     return read_frame(
         con,
         f"SELECT p.customer_id, p.investor_type, q.expected_investor_type, "
-        f"len(list_filter([{keys}], lambda k: json_extract(p.generation_basis, '$.' || k) IS NULL)) "
-        f"AS fields_without_basis "
-        f"FROM {tables.FIN_CUSTOMER_PROFILE} p LEFT JOIN ({latest_investor_types_sql()}) q USING (customer_id)",
+        f"len(list_filter([{keys}], lambda k: NOT list_contains(p.basis_keys, k))) AS fields_without_basis "
+        f"FROM (SELECT customer_id, investor_type, json_keys(generation_basis) AS basis_keys "
+        f"FROM {tables.FIN_CUSTOMER_PROFILE}) p "
+        f"LEFT JOIN ({latest_investor_types_sql()}) q USING (customer_id)",
         [built_at],
     )
 
