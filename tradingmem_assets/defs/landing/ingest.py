@@ -243,7 +243,7 @@ def ingest_frame(
     is_bad = pl.int_range(pl.len(), dtype=pl.Int64).is_in(bad_idx.implode())
     # among rows that are otherwise valid, the first occurrence of a key wins
     valid = typed.with_row_index("idx").filter(~is_bad)
-    dup = valid.filter(pl.int_range(pl.len()).over(list(spec.key)) > 0)
+    dup = valid.filter(~pl.struct(list(spec.key)).is_first_distinct())
     if seen_keys:
         earlier = valid.filter(seen_keys.contains(valid))
         dup = pl.concat([dup, earlier]).unique("idx").sort("idx")
