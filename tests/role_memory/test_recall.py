@@ -1,9 +1,11 @@
 """Recall: exact filters first (role, symbol, scenario, eligible, non-quarantined, reflected, point in
 time), TF-IDF only orders what passed them, so the best-matching text never leaks through."""
 
+import shutil
 from datetime import UTC, datetime
 
 import duckdb
+import polars as pl
 import pytest
 
 from tests.role_memory.test_admission import DOWNSTREAM, PIPELINE
@@ -142,3 +144,25 @@ def test_recall_outside_active_mode_is_refused_with_a_clear_message():
     with pytest.raises(RoleMemoryUnavailableError, match="ROLE_MEMORY_MODE is 'shadow'"):
         require_active("recall", mode="shadow")
     require_active("recall", mode="active")
+
+
+def test_role_cases_keeps_the_recall_index_unless_a_recallable_case_changed(recall_world, tmp_path):
+    world = World(tmp_path / "copy", recall_world.instance)
+    shutil.copy(recall_world.db, world.db)
+    shutil.copytree(recall_world.landing, world.landing, dirs_exist_ok=True)
+
+    def role_cases_run(*keys: str) -> str:
+        result = world.materialize([*keys, "role_cases"], as_of=SECOND)
+        [m] = [m for m in result.asset_materializations_for_node("role_cases")]
+        return m.metadata["recall_index"].value
+
+    assert role_cases_run() == "unchanged"  # nothing changed: index and term statistics kept
+    decisions = world.landing / "trading_decisions.parquet"
+    frame = pl.read_parquet(decisions)
+    text = "sold AAA into a liquidity squeeze"
+    frame.with_columns(
+        decision_text=pl.when(pl.col("decision_id") == "mine_a").then(pl.lit(text)).otherwise("decision_text")
+    ).write_parquet(decisions)
+    assert role_cases_run("raw/trading_decisions") == "rebuilt"  # without role_reflections running
+    [hit] = [h for h in hits(world, k=50) if decision_of(world)[h.case_id] == "mine_a"]
+    assert hit.decision_text == text

@@ -144,7 +144,8 @@ def role_cases(context, con, registry, as_of) -> dg.MaterializeResult:
         coverage = validate_relation(schemas.DECISION_COVERAGE_INVARIANTS, decision_coverage(con, as_of))
         if not (invariants.passed and coverage.passed):
             raise _failure("role_cases", invariants, coverage)
-        rebuild_recall_index(con)  # recall must never see an eligibility that changed
+        # recall must never see an eligibility that changed
+        recall_index = rebuild_recall_index(con, keep_if_unchanged=True)
     total = scalar(con, "SELECT count(*) FROM main.role_cases")
     status = dict(con.execute("SELECT status, count(*) FROM main.role_cases GROUP BY status").fetchall())
     # rows this run changed or added: the stored rows whose content differed, plus new ones
@@ -165,6 +166,8 @@ def role_cases(context, con, registry, as_of) -> dg.MaterializeResult:
             "quarantined": status.get("quarantined", 0),
             "changed_rows": changed,
             "reasons": reasons,
+            # kept when no case with a recallable reflection changed (recall.rebuild_recall_index)
+            "recall_index": recall_index or "not built (no reflections yet)",
         }
     )
 

@@ -72,13 +72,15 @@ class RecallHit:
 
 
 RECALL_INDEX = tables.ROLE_RECALL_INDEX
+NEXT_INDEX = "_recall_index_next"  # the index as its inputs now give it, before it replaces the stored one
+# the columns the term index fills in (recall_terms.py), so not part of what the inputs give
+_DERIVED = "doc_no, base2"
 _RECALLABLE = ", ".join(f"'{c}'" for c in RECALLABLE_CLASSES)
 
 # One row per reflection of a currently recallable case, valid from its reflected_at until the
 # case's next reflection (of any class or run): "the newest reflection at or before as_of" becomes
 # a range predicate, so a query is a filtered scan with no aggregation or join.
 RECALL_INDEX_SQL = f"""
-CREATE OR REPLACE TABLE {RECALL_INDEX} AS
 WITH recallable AS (  -- only the history of a case with a recallable reflection can end up here
     SELECT DISTINCT case_id FROM main.role_reflections WHERE classification IN ({_RECALLABLE})
 ),
@@ -102,8 +104,10 @@ SELECT rc.role_id, rc.symbol, rc.scenario, v.valid_from, v.valid_to,
        v.reflected_at, v.known_at, v.reflector, rc.execution_id, v.run_id AS primary_run_id,
        lower(coalesce(rc.decision_text, '') || ' ' || coalesce(v.lesson, '')) AS doc,
        md5_number_upper(doc) AS doc_id, NULL::INTEGER AS doc_no, NULL::DOUBLE AS base2,
-       -- recall's order after the score, as one number: newest known first, then case id
-       row_number() OVER (PARTITION BY rc.role_id ORDER BY v.known_at DESC, rc.case_id) AS tie
+       -- recall's order after the score, as one number: newest known first, then case id (then the
+       -- reflection and its interval, so two rows of one case known at one instant have one order)
+       row_number() OVER (
+           PARTITION BY rc.role_id ORDER BY v.known_at DESC, rc.case_id, v.reflection_id, v.valid_from) AS tie
 FROM valid v
 JOIN main.role_cases rc ON rc.case_id = v.case_id AND rc.role_id = v.role_id
 WHERE {chain_eligible_sql("rc")} AND v.classification IN ({_RECALLABLE})
@@ -112,17 +116,41 @@ ORDER BY rc.role_id, tie
 """
 
 
-def rebuild_recall_index(con: duckdb.DuckDBPyConnection) -> bool:
+def rebuild_recall_index(con: duckdb.DuckDBPyConnection, *, keep_if_unchanged: bool = False) -> str | None:
     """Rebuild the recall index from role_cases and role_reflections (call inside the writer's transaction).
 
     Every writer of either table calls this, so recall never sees a case whose eligibility or
-    reflections changed since. Returns False (and builds nothing) until both tables exist.
+    reflections changed since. With ``keep_if_unchanged`` (role_cases: a later day's cases rarely
+    change one with a recallable reflection), the rows are built aside first, and when they equal
+    the stored index's, the stored index and its term statistics are kept. Returns ``"rebuilt"``
+    or ``"unchanged"``, and None (building nothing) until both tables exist.
     """
     if not (table_exists(con, tables.ROLE_CASES) and table_exists(con, tables.ROLE_REFLECTIONS)):
-        return False
-    con.execute(RECALL_INDEX_SQL)
+        return None
+    if keep_if_unchanged and table_exists(con, RECALL_INDEX):
+        con.execute(f"CREATE OR REPLACE TEMP TABLE {NEXT_INDEX} AS {RECALL_INDEX_SQL}")
+        try:
+            if _same_rows(con):
+                return "unchanged"
+            con.execute(f"CREATE OR REPLACE TABLE {RECALL_INDEX} AS SELECT * FROM {NEXT_INDEX}")
+        finally:
+            con.execute(f"DROP TABLE {NEXT_INDEX}")
+    else:
+        con.execute(f"CREATE OR REPLACE TABLE {RECALL_INDEX} AS {RECALL_INDEX_SQL}")
     rebuild_terms_and_stats(con)
-    return True
+    return "rebuilt"
+
+
+def _same_rows(con: duckdb.DuckDBPyConnection) -> bool:
+    """Whether the stored index holds exactly the rows just built (as multisets)."""
+    shapes = [con.execute(f"DESCRIBE {t}").fetchall() for t in (RECALL_INDEX, NEXT_INDEX)]
+    if shapes[0] != shapes[1]:  # written by another version of this code
+        return False
+    stored, fresh = (f"SELECT * EXCLUDE ({_DERIVED}) FROM {t}" for t in (RECALL_INDEX, NEXT_INDEX))
+    ((differ,),) = con.execute(
+        f"SELECT EXISTS ({stored} EXCEPT ALL {fresh}) OR EXISTS ({fresh} EXCEPT ALL {stored})"
+    ).fetchall()
+    return not differ
 
 
 def _as_of(value: str | datetime | None) -> datetime | None:
