@@ -1,8 +1,9 @@
 """Evaluation versions and primaries (SPEC sections 4 and 16), as SQL over the measured states.
 
 They read the temp tables of ``scoring.evaluate`` (``_ev_measured``, ``_ev_previous``, ``_ev_exec``,
-``_ev_roles``) and build ``_ev_fresh`` (versions to append, the only measured rows kept), ``_ev_primaries`` (every interval a run
-was primary) and ``_ev_all`` (every run with its primary flag as of the run).
+``_ev_roles``) and build ``_ev_fresh`` (versions to append, the only measured rows kept),
+``_ev_primaries`` (every interval a run was primary) and ``_ev_all`` (every run with its primary
+flag as of the run).
 """
 
 # Version 0 once per (decision, profile); a settled state when no stored version has its hash,
@@ -50,7 +51,8 @@ SELECT rid, known_at, run_version FROM numbered  -- narrow: the build side of th
 FRESH_TABLE_SQL = """
 CREATE OR REPLACE TEMP TABLE _ev_fresh AS
 SELECT m.* REPLACE (n.known_at AS known_at), n.run_version,
-       'er_' || left(sha256(m.decision_id || '|' || m.profile_id || '|' || n.run_version::VARCHAR), 16) AS run_id,
+       'er_' || left(sha256(m.decision_id || '|' || m.profile_id || '|' || n.run_version::VARCHAR), 16)
+           AS run_id,
        $as_of::TIMESTAMPTZ AS created_at
 FROM _ev_fresh_keys n JOIN _ev_measured m ON m.rowid = n.rid;
 DROP TABLE _ev_fresh_keys;
