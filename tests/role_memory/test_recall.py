@@ -166,3 +166,13 @@ def test_role_cases_keeps_the_recall_index_unless_a_recallable_case_changed(reca
     assert role_cases_run("raw/trading_decisions") == "rebuilt"  # without role_reflections running
     [hit] = [h for h in hits(world, k=50) if decision_of(world)[h.case_id] == "mine_a"]
     assert hit.decision_text == text
+
+
+def test_the_index_tie_is_a_key_looked_up_through_an_art_index(recall_world: World):
+    """A read fetches its k rows by tie: unique across roles, with an ART index on it."""
+    [(rows, ties)] = recall_world.rows("SELECT count(*), count(DISTINCT tie) FROM role_recall_index")
+    assert rows == ties and rows > 1
+    indexes = recall_world.rows(
+        "SELECT index_name, expressions FROM duckdb_indexes() WHERE table_name = 'role_recall_index'"
+    )
+    assert indexes == [("role_recall_index_tie", "[tie]")]

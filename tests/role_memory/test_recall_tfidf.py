@@ -4,10 +4,12 @@ import random
 from datetime import UTC, datetime, timedelta
 
 import duckdb
+import numpy as np
+import pyarrow as pa
 import pytest
 
 from tradingmem_assets.defs.role_memory.recall_terms import rebuild_terms_and_stats
-from tradingmem_assets.defs.role_memory.recall_tfidf import query_terms, ranked
+from tradingmem_assets.defs.role_memory.recall_tfidf import _round6, query_terms, ranked
 from tradingmem_assets.lib import tables
 from tradingmem_assets.lib.similarity import tfidf_cosine
 
@@ -108,6 +110,43 @@ def test_scores_and_order_are_scikit_learns(index, query, as_of):
             )
             want = _reference(index, role, query, as_of, symbol, scenario)
             assert [(c, pytest.approx(s, abs=2e-6)) for c, s in want] == [tuple(r) for r in got]
+
+
+@pytest.mark.parametrize("as_of", [None, T0 + timedelta(days=20)])
+def test_the_first_k_are_the_first_k_of_the_whole_order(index, as_of):
+    """The ranking keeps only rows scoring at least the k-th best: equal scores still go by tie."""
+    for query in QUERIES:
+        whole = ranked(
+            index, ["case_id"], role_id="r1", query=query, symbol=None, scenario=None, k=400, as_of=as_of
+        )
+        for k in (1, 3, 7, 60):
+            assert (
+                ranked(
+                    index,
+                    ["case_id"],
+                    role_id="r1",
+                    query=query,
+                    symbol=None,
+                    scenario=None,
+                    k=k,
+                    as_of=as_of,
+                )
+                == whole[:k]
+            )
+
+
+def test_scores_are_rounded_as_duckdb_rounds_them():
+    """Six places by the double's exact value, halves up; checked against DuckDB's own round()."""
+    rng = np.random.default_rng(5)
+    halves = (np.arange(20_000) + 0.5) / 1e6
+    x = np.concatenate(
+        [rng.random(20_000), halves, np.nextafter(halves, 1), np.nextafter(halves, 0), [0.0, 1.0, 0.0078125]]
+    )
+    con = duckdb.connect()
+    con.register("x", pa.table({"x": x}))
+    want = con.execute("SELECT round(x, 6) FROM x").fetchnumpy()["round(x, 6)"]
+    assert np.array_equal(_round6(x), want)
+    assert _round6(np.array([0.0078125]))[0] == 0.007813  # an exact half goes up
 
 
 def test_a_read_at_or_after_the_last_change_uses_the_current_state_and_agrees_with_computing_it(index):

@@ -6,7 +6,8 @@ the newest reflection known at ``T`` of the run that was the case's primary run 
 recallable classes (``missing_data`` / ``logic_error`` lessons and ``sound`` success patterns;
 ``variance`` and ``exogenous`` carry no guidance). Similarity only orders what passed the filters:
 TF-IDF fitted on the role's documents visible at ``T`` (recall_tfidf.py: scikit-learn's scores,
-computed from a stored term index), so the same read on two warehouses that know the same past gives the same scores.
+computed from a stored term index), so the same read on two warehouses that know the same past
+gives the same scores.
 
 Speed: recall reads ``main.role_recall_index`` (rebuilt in the same transaction by every writer of
 role_cases / role_reflections), where each row already is "a recallable reflection, valid from the
@@ -104,10 +105,11 @@ SELECT rc.role_id, rc.symbol, rc.scenario, v.valid_from, v.valid_to,
        v.reflected_at, v.known_at, v.reflector, rc.execution_id, v.run_id AS primary_run_id,
        lower(coalesce(rc.decision_text, '') || ' ' || coalesce(v.lesson, '')) AS doc,
        md5_number_upper(doc) AS doc_id, NULL::INTEGER AS doc_no, NULL::DOUBLE AS base2,
-       -- recall's order after the score, as one number: newest known first, then case id (then the
-       -- reflection and its interval, so two rows of one case known at one instant have one order)
+       -- recall's order after the score, as one number unique in the index (so also its key): by
+       -- role, newest known first, then case id (then the reflection and its interval, so two rows
+       -- of one case known at one instant have one order)
        row_number() OVER (
-           PARTITION BY rc.role_id ORDER BY v.known_at DESC, rc.case_id, v.reflection_id, v.valid_from) AS tie
+           ORDER BY rc.role_id, v.known_at DESC, rc.case_id, v.reflection_id, v.valid_from) AS tie
 FROM valid v
 JOIN main.role_cases rc ON rc.case_id = v.case_id AND rc.role_id = v.role_id
 WHERE {chain_eligible_sql("rc")} AND v.classification IN ({_RECALLABLE})
@@ -138,6 +140,8 @@ def rebuild_recall_index(con: duckdb.DuckDBPyConnection, *, keep_if_unchanged: b
     else:
         con.execute(f"CREATE OR REPLACE TABLE {RECALL_INDEX} AS {RECALL_INDEX_SQL}")
     rebuild_terms_and_stats(con)
+    # a read fetches its k rows by tie: an ART index makes that a lookup instead of a scan
+    con.execute(f"CREATE INDEX {RECALL_INDEX.split('.')[-1]}_tie ON {RECALL_INDEX} (tie)")
     return "rebuilt"
 
 
@@ -175,12 +179,22 @@ def search_cases(
         raise ValueError("recall needs a role (--role): there is no generic role to fall back to")
     if k < 1:
         raise ValueError(f"k must be at least 1 (got {k})")
-    if not table_exists(con, RECALL_INDEX):
-        return []
     columns = [f for f in RecallHit.__dataclass_fields__ if f != "score"]
-    rows = ranked(
-        con, columns, role_id=role_id, query=query, symbol=symbol, scenario=scenario, k=k, as_of=_as_of(as_of)
-    )
+    try:
+        rows = ranked(
+            con,
+            columns,
+            role_id=role_id,
+            query=query,
+            symbol=symbol,
+            scenario=scenario,
+            k=k,
+            as_of=_as_of(as_of),
+        )
+    except duckdb.CatalogException:
+        if table_exists(con, RECALL_INDEX):
+            raise
+        return []  # nothing built yet (asked before this is cheaper than asking each time)
     return [RecallHit(**dict(zip([*columns, "score"], row, strict=True))) for row in rows]
 
 

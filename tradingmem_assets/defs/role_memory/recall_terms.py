@@ -7,8 +7,9 @@ Kept beside ``main.role_recall_index`` and brought in line by every rebuild of i
   are tokenized; texts no row carries any more are dropped);
 - for each role's current corpus (the rows with no end of validity): ``role_recall_roles`` (``n``,
   the instant ``stable_from`` of its last validity change, a fingerprint of the corpus),
-  ``role_recall_df`` (per term: how many current rows hold it), ``role_recall_postings`` (the
-  terms of the current texts, sorted by role and term) and
+  ``role_recall_df`` (per term: how many current rows hold it, and a number for the (role, term)
+  unique in the table), ``role_recall_postings`` (the terms of the current texts, keyed and sorted
+  by that number: one integer filter reads one term's rows) and
   ``role_recall_norms`` (``base2`` of each current text, copied onto the current index rows). Only
   roles whose corpus fingerprint changed are recomputed.
 
@@ -22,7 +23,7 @@ from __future__ import annotations
 import duckdb
 
 from tradingmem_assets.lib import tables
-from tradingmem_assets.lib.warehouse import run_script
+from tradingmem_assets.lib.warehouse import run_script, table_exists
 
 INDEX = tables.ROLE_RECALL_INDEX
 DOCS = tables.ROLE_RECALL_DOCS
@@ -56,8 +57,8 @@ GROUP BY ALL
 _DDL = f"""
 CREATE TABLE IF NOT EXISTS {DOCS} (role_id VARCHAR, doc_id UBIGINT, doc_no INTEGER);
 CREATE TABLE IF NOT EXISTS {TERMS} (role_id VARCHAR, doc_no INTEGER, term VARCHAR, s DOUBLE);
-CREATE TABLE IF NOT EXISTS {POSTINGS} (role_id VARCHAR, term VARCHAR, doc_no INTEGER, s DOUBLE);
-CREATE TABLE IF NOT EXISTS {DF} (role_id VARCHAR, term VARCHAR, df HUGEINT);
+CREATE TABLE IF NOT EXISTS {POSTINGS} (term_no BIGINT, doc_no INTEGER, s DOUBLE);
+CREATE TABLE IF NOT EXISTS {DF} (role_id VARCHAR, term VARCHAR, df HUGEINT, term_no BIGINT);
 CREATE TABLE IF NOT EXISTS {NORMS} (role_id VARCHAR, doc_no INTEGER, base2 DOUBLE);
 CREATE TABLE IF NOT EXISTS {ROLES} (role_id VARCHAR, n BIGINT, stable_from TIMESTAMPTZ, corpus HUGEINT);
 """
@@ -106,17 +107,20 @@ _STATS_SQL = f"""
 CREATE OR REPLACE TEMP TABLE _recall_current AS
 SELECT role_id, doc_no, count(*) AS rows FROM {_CURRENT} GROUP BY ALL;
 DELETE FROM {DF} WHERE role_id IN (SELECT role_id FROM _recall_changed);
-INSERT INTO {DF}
-SELECT t.role_id, t.term, sum(c.rows) AS df
-FROM _recall_current c JOIN {TERMS} t ON t.role_id = c.role_id AND t.doc_no = c.doc_no
-GROUP BY t.role_id, t.term;
-CREATE OR REPLACE TEMP TABLE _recall_postings AS
-SELECT * FROM {POSTINGS} WHERE role_id NOT IN (SELECT role_id FROM _recall_changed)
-UNION ALL
-SELECT t.role_id, t.term, t.doc_no, t.s FROM {TERMS} t
-SEMI JOIN _recall_current c ON c.role_id = t.role_id AND c.doc_no = t.doc_no;
-CREATE OR REPLACE TABLE {POSTINGS} AS  -- sorted by role and term: a read's term lookup skips the rest
-SELECT * FROM _recall_postings ORDER BY role_id, term;
+CREATE OR REPLACE TEMP TABLE _recall_postings AS  -- the unchanged roles' (their terms are still in df)
+SELECT * FROM {POSTINGS} WHERE term_no IN (SELECT term_no FROM {DF});
+INSERT INTO {DF}  -- new numbers above every kept one
+SELECT role_id, term, df,
+       (SELECT coalesce(max(term_no), 0) FROM {DF}) + row_number() OVER (ORDER BY role_id, term) AS term_no
+FROM (SELECT t.role_id, t.term, sum(c.rows) AS df
+      FROM _recall_current c JOIN {TERMS} t ON t.role_id = c.role_id AND t.doc_no = c.doc_no
+      GROUP BY t.role_id, t.term);
+INSERT INTO _recall_postings
+SELECT d.term_no, t.doc_no, t.s FROM {TERMS} t
+SEMI JOIN _recall_current c ON c.role_id = t.role_id AND c.doc_no = t.doc_no
+JOIN {DF} d ON d.role_id = t.role_id AND d.term = t.term;
+CREATE OR REPLACE TABLE {POSTINGS} AS  -- sorted by term number: a read's term lookup skips the rest
+SELECT * FROM _recall_postings ORDER BY term_no, doc_no;
 DROP TABLE _recall_postings;
 DELETE FROM {NORMS} WHERE role_id IN (SELECT role_id FROM _recall_changed);
 INSERT INTO {NORMS}
@@ -133,5 +137,13 @@ DROP TABLE _recall_roles;
 
 def rebuild_terms_and_stats(con: duckdb.DuckDBPyConnection) -> None:
     """Bring the term index and the current-state statistics in line with a just rebuilt recall index."""
+    ((numbered,),) = con.execute(
+        "SELECT count(*) FROM duckdb_columns() WHERE schema_name = 'main' AND table_name = $t "
+        "AND column_name = 'term_no'",
+        {"t": DF.split(".")[-1]},
+    ).fetchall()
+    if table_exists(con, DF) and not numbered:  # written before terms had numbers: recompute every role
+        for table in (DF, POSTINGS, ROLES):
+            con.execute(f"DROP TABLE {table}")
     for script in (_DDL, _TERMS_SQL, _CHANGED_SQL, _STATS_SQL):
         run_script(con, script)

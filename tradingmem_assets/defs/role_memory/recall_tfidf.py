@@ -17,7 +17,8 @@ and a read touches only the postings of the query's terms.
 (recall_terms.py); a read as of an instant at or after the role's last validity change uses them,
 because the visible set is the current one. An earlier instant computes the same quantities from
 the term index restricted to the rows visible then: the answer is the same whichever warehouse
-is asked, only slower. The few query weights and the postings' sums are numpy; ranking is SQL.
+is asked, only slower. The query weights, the postings' sums and the ranking are numpy over three
+narrow columns of the visible rows; only the ``k`` rows returned are read whole, by their ``tie``.
 """
 
 from __future__ import annotations
@@ -26,16 +27,17 @@ import math
 import re
 from collections import Counter
 from datetime import datetime
+from decimal import ROUND_HALF_UP, Decimal
 
 import duckdb
 import numpy as np
-import pyarrow as pa
 
 from tradingmem_assets.defs.role_memory.recall_terms import DF, INDEX, POSTINGS, ROLES, TERMS, base2_sql
 from tradingmem_assets.lib.warehouse import run_script
 
 # Python's \w is RE2's [\pL\pN_] (recall_terms.TOKEN_RE2): the query is tokenized as the texts are
 _TOKEN = re.compile(r"\w+")
+_MICRO = Decimal("1e-6")
 
 
 def query_terms(query: str) -> Counter[str]:
@@ -49,9 +51,13 @@ _ROWS_AT = (
     f"SELECT * EXCLUDE (base2) FROM {INDEX} WHERE role_id = $role "
     "AND valid_from <= $as_of::TIMESTAMPTZ AND (valid_to IS NULL OR valid_to > $as_of::TIMESTAMPTZ)"
 )
-_CURRENT_DF = f"SELECT term, df FROM {DF} WHERE role_id = $role AND list_contains($terms::VARCHAR[], term)"
-# one term at a time: an equality on the sorted postings reads only the row groups holding it
-_CURRENT_POSTINGS = f"SELECT doc_no, s FROM {POSTINGS} WHERE role_id = $role AND term = $term"
+_ROLE_AND_DF = f"""
+SELECT r.n, r.stable_from, d.term, d.df, d.term_no FROM {ROLES} r
+LEFT JOIN {DF} d ON d.role_id = r.role_id AND list_contains($terms::VARCHAR[], d.term)
+WHERE r.role_id = $role
+"""
+# one term at a time: an integer equality on the sorted postings reads only the rows holding it
+_CURRENT_POSTINGS = f"SELECT doc_no, s FROM {POSTINGS} WHERE term_no = $key"
 # as of an earlier instant: the same quantities over the rows visible then (_recall_visible)
 _VISIBLE_DOCS = "SELECT role_id, doc_no, count(*) AS rows FROM _recall_visible GROUP BY ALL"
 _POSTINGS_AT = f"""
@@ -72,23 +78,48 @@ _DF_AT = "SELECT term, df FROM _recall_visible_df WHERE list_contains($terms::VA
 _SCRATCH = ("_recall_visible", "_recall_visible_df", "_recall_visible_n", "_recall_visible_rows")
 
 
-def _ranking_sql(rows: str, columns: str) -> str:
-    """SQL: the top ``$k`` of ``rows`` (with ``base2``) by score, then ``tie`` (newest known, then case id)."""
-    return f"""
-SELECT {columns},
-       round(CASE WHEN h.dot > 0 THEN h.dot / ($qnorm * sqrt(r.base2 + h.adj)) ELSE 0 END, 6) AS score
-FROM ({rows}) r LEFT JOIN _recall_hits h ON h.doc_no = r.doc_no
-WHERE ($symbol::VARCHAR IS NULL OR r.symbol = $symbol) AND ($scenario::VARCHAR IS NULL OR r.scenario = $scenario)
-ORDER BY score DESC, r.tie
-LIMIT $k
+# the rows that may be returned, narrow: the ranking reads these three columns only
+_NARROW = """
+SELECT doc_no, base2, tie FROM ({rows}) r
+WHERE ($symbol::VARCHAR IS NULL OR r.symbol = $symbol)
+  AND ($scenario::VARCHAR IS NULL OR r.scenario = $scenario)
 """
+
+
+def _round6(x: np.ndarray) -> np.ndarray:
+    """Non-negative ``x`` rounded to 6 decimal places by its exact value, halves up (as DuckDB's
+    ``round(x, 6)`` does), returned as the nearest double. ``x * 1e6`` errs by far less than 1e-6,
+    so only a value that close to a half is decided exactly, with ``Decimal``."""
+    y = x * 1e6
+    whole = np.floor(y)
+    out = (whole + (y - whole >= 0.5)) / 1e6
+    for i in np.flatnonzero(np.abs(y - whole - 0.5) < 1e-6):
+        out[i] = float(Decimal(float(x[i])).quantize(_MICRO, ROUND_HALF_UP))
+    return out
+
+
+def top_k(rows: dict[str, np.ndarray], dot: np.ndarray, adj: np.ndarray, qnorm: float, k: int) -> tuple:
+    """The ``tie`` and score of the best ``k`` of ``rows`` (doc_no, base2, tie), with ``dot`` and ``adj``
+    indexed by doc_no (``_hits``): by score rounded to 6 places, highest first, then by ``tie``. A row
+    whose text holds no query term scores 0."""
+    doc = rows["doc_no"]
+    raw = np.zeros(doc.size)
+    hit = np.flatnonzero(doc < dot.size)
+    hit = hit[dot[doc[hit]] > 0]
+    raw[hit] = dot[doc[hit]] / (qnorm * np.sqrt(rows["base2"][hit] + adj[doc[hit]]))
+    best = np.arange(doc.size)
+    if doc.size > k:  # rounding moves a score by at most 5e-7: below this, no row can reach the k-th
+        best = np.flatnonzero(raw >= -np.partition(-raw, k - 1)[k - 1] - 1e-6)
+    score = _round6(raw[best])
+    order = np.lexsort((rows["tie"][best], -score))[:k]
+    return rows["tie"][best[order]], score[order]
 
 
 def _hits(
     terms: Counter[str], n: int, df: dict[str, int], postings: dict[str, dict[str, np.ndarray]]
-) -> tuple[pa.Table, float]:
-    """Per text holding a query term (``postings``: term -> doc_no, s arrays): the dot product with
-    the query and the change of its squared norm once the query joins the fit; and the query's norm."""
+) -> tuple[np.ndarray, np.ndarray, float]:
+    """Indexed by doc_no (``postings``: term -> doc_no, s arrays): each text's dot product with the
+    query and the change of its squared norm once the query joins the fit; and the query's norm."""
     squares, docs, dots, adjs = 0.0, [], [], []
     for term, tf in terms.items():
         idf_q = math.log((n + 2) / (df.get(term, 0) + 2)) + 1  # the query counts as a document
@@ -100,17 +131,19 @@ def _hits(
             docs.append(postings[term]["doc_no"])
             dots.append(s * (wq * idf_q))
             adjs.append(s * s * (idf_q * idf_q - idf_0 * idf_0))
-    doc_no = np.concatenate(docs) if docs else np.zeros(0, dtype=np.int32)
-    size = int(doc_no.max()) + 1 if doc_no.size else 0
-    dot = np.bincount(doc_no, np.concatenate(dots) if dots else None, size)
-    adj = np.bincount(doc_no, np.concatenate(adjs) if adjs else None, size)
-    held = np.flatnonzero(dot)
-    hits = pa.table({"doc_no": held.astype(np.int32), "dot": dot[held], "adj": adj[held]})
-    return hits, math.sqrt(squares)
+    if not docs:
+        return np.zeros(0), np.zeros(0), math.sqrt(squares)
+    doc_no = np.concatenate(docs)
+    return (
+        np.bincount(doc_no, np.concatenate(dots)),
+        np.bincount(doc_no, np.concatenate(adjs)),
+        math.sqrt(squares),
+    )
 
 
-def _postings(con: duckdb.DuckDBPyConnection, sql: str, role_id: str, df: dict[str, int]) -> dict:
-    return {t: con.execute(sql, {"role": role_id, "term": t}).fetchnumpy() for t, d in df.items() if d}
+def _postings(con: duckdb.DuckDBPyConnection, sql: str, lookups: dict[str, dict]) -> dict:
+    """Per term, its postings (doc_no and s arrays): ``sql`` with the term's own parameters."""
+    return {term: con.execute(sql, params).fetchnumpy() for term, params in lookups.items()}
 
 
 def ranked(
@@ -125,22 +158,21 @@ def ranked(
     as_of: datetime | None,
 ) -> list[tuple]:
     """The top ``k`` visible rows of the role (``columns`` of the recall index, then ``score``)."""
-    found = con.execute(
-        f"SELECT n, stable_from FROM {ROLES} WHERE role_id = $role", {"role": role_id}
-    ).fetchall()
-    if not found:
-        return []
-    role = found[0]
     terms = query_terms(query)
+    # the role's corpus size and last change, with the current df and number of each query term
+    role = con.execute(_ROLE_AND_DF, {"role": role_id, "terms": list(terms)}).fetchall()
+    if not role:
+        return []
+    (n, stable_from, *_), numbered = role[0], [(t, df, no) for *_, t, df, no in role if t is not None]
     select = ", ".join(f"r.{c}" for c in columns)
-    ranking = {"role": role_id, "symbol": symbol, "scenario": scenario, "k": k}
-    lookup = {"role": role_id, "terms": list(terms)}
-    current = as_of is None or role[1] is None or as_of >= role[1]  # the visible set is the current one
+    ranking = {"role": role_id, "symbol": symbol, "scenario": scenario}
+    current = (
+        as_of is None or stable_from is None or as_of >= stable_from
+    )  # the visible set is the current one
     try:
         if current:
-            n, rows = role[0], _CURRENT_ROWS
-            df = dict(con.execute(_CURRENT_DF, lookup).fetchall())
-            postings = _postings(con, _CURRENT_POSTINGS, role_id, df)
+            rows, df = _CURRENT_ROWS, {t: df for t, df, _ in numbered}
+            postings = _postings(con, _CURRENT_POSTINGS, {t: {"key": no} for t, _, no in numbered})
         else:
             con.execute(
                 f"CREATE OR REPLACE TEMP TABLE _recall_visible AS {_ROWS_AT}",
@@ -149,14 +181,22 @@ def ranked(
             run_script(con, _ROWS_AT_WITH_NORMS, {"role": role_id})
             n = con.execute("SELECT n FROM _recall_visible_n").fetchall()[0][0]
             df = dict(con.execute(_DF_AT, {"terms": list(terms)}).fetchall())
-            postings = _postings(con, _POSTINGS_AT, role_id, df)
+            postings = _postings(
+                con, _POSTINGS_AT, {t: {"role": role_id, "term": t} for t, d in df.items() if d}
+            )
             ranking.pop("role")
             rows = "SELECT * FROM _recall_visible_rows"
-        hits, qnorm = _hits(terms, n, df, postings)
-        con.register("_recall_hits", hits)
-        return con.execute(_ranking_sql(rows, select), {**ranking, "qnorm": qnorm}).fetchall()
+        narrow = con.sql(_NARROW.format(rows=rows), params=ranking).fetchnumpy()  # a relation: converts faster
+        ties, scores = top_k(narrow, *_hits(terms, n, df, postings), k)
+        if not ties.size:
+            return []
+        # (role_id, tie) is a key, and tie alone is indexed: the k rows are looked up, not scanned for
+        source = INDEX if current else "_recall_visible_rows"
+        wanted = ", ".join(map(str, ties.tolist()))
+        found = con.execute(f"SELECT r.role_id, r.tie, {select} FROM {source} r WHERE r.tie IN ({wanted})")
+        wide = {tie: row for role, tie, *row in found.fetchall() if role == role_id}
+        return [(*wide[t], float(s)) for t, s in zip(ties.tolist(), scores, strict=True)]
     finally:
-        con.unregister("_recall_hits")
         if not current:
             for table in _SCRATCH:
                 con.execute(f"DROP TABLE IF EXISTS {table}")
