@@ -10,6 +10,10 @@ os.environ.pop("DAGSTER_HOME", None)
 os.environ.pop("TRADINGMEM_AS_OF", None)
 os.environ.pop("TRADINGMEM_MIGRATION_END", None)
 os.environ["TRADINGMEM_LANDING_DIR"] = tempfile.mkdtemp(prefix="tradingmem-no-landing-")
+# nor the width of a developer's terminal: off a terminal the CLI prints at its own width unless
+# COLUMNS says otherwise, and a parallel test worker gets COLUMNS=80 from pytest-xdist
+os.environ.pop("COLUMNS", None)
+os.environ.pop("LINES", None)
 
 from tests.world import World  # noqa: E402
 
@@ -24,3 +28,23 @@ def instance():
 @pytest.fixture
 def world(tmp_path, instance) -> World:
     return World(tmp_path, instance)
+
+
+# The longest modules (each a few minutes of subprocesses, servers or demo runs) start first, so
+# parallel workers (pytest-xdist, one module per worker at a time) finish together rather than one
+# of them starting a long module last. Order only: every module's own order is kept.
+LONGEST_FIRST = (
+    "tests/operations/test_run_queue.py",
+    "tests/operations/test_postgres_instance.py",
+    "tests/cli/test_cli.py",
+    "tests/audit/test_demo_audit.py",
+    "tests/evaluation/test_incremental.py",
+    "tests/operations/test_replay.py",
+    "tests/benchmark/test_benchmark.py",
+    "tests/operations/test_main_job.py",
+)
+
+
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    rank = {path: i for i, path in enumerate(LONGEST_FIRST)}
+    items.sort(key=lambda item: rank.get(item.nodeid.split("::")[0], len(rank)))
