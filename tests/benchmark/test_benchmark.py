@@ -1,6 +1,6 @@
 """The benchmark runs end to end at a tiny scale and reports every figure SPEC section 14 asks for."""
 
-from tradingmem_assets.benchmark import benchmark, format_report
+from tradingmem_assets.benchmark import benchmark, format_report, fresh_run_dir
 
 
 def test_a_tiny_benchmark_reports_times_memory_recall_audit_and_the_bare_sql_ratio(tmp_path):
@@ -21,3 +21,12 @@ def test_a_tiny_benchmark_reports_times_memory_recall_audit_and_the_bare_sql_rat
     incremental = run["incremental"]
     assert "error" not in incremental, incremental
     assert 0 < incremental["replay_ratio"] < 1 and incremental["next_day_s"] > 0
+
+
+def test_each_repetition_starts_on_an_empty_folder_even_in_a_reused_workdir(tmp_path):
+    stale = tmp_path / "run0"
+    stale.mkdir()
+    (stale / "tradingmem.duckdb").write_bytes(b"a warehouse of an earlier benchmark")
+    (stale / "tradingmem.duckdb.wal").write_bytes(b"")
+    assert fresh_run_dir(tmp_path, 0) == stale and list(stale.iterdir()) == []
+    assert fresh_run_dir(tmp_path, 1).is_dir()

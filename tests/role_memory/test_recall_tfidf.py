@@ -9,7 +9,12 @@ import pyarrow as pa
 import pytest
 
 from tradingmem_assets.defs.role_memory.recall_terms import rebuild_terms_and_stats
-from tradingmem_assets.defs.role_memory.recall_tfidf import _round6, query_terms, ranked
+from tradingmem_assets.defs.role_memory.recall_tfidf import (
+    RecallIndexOutdatedError,
+    _round6,
+    query_terms,
+    ranked,
+)
 from tradingmem_assets.lib import tables
 from tradingmem_assets.lib.similarity import tfidf_cosine
 
@@ -29,6 +34,10 @@ def _doc(rng: random.Random) -> str:
 
 @pytest.fixture(scope="module")
 def index(tmp_path_factory) -> duckdb.DuckDBPyConnection:
+    return _built_index(tmp_path_factory.mktemp("tfidf") / "w.duckdb")
+
+
+def _built_index(path) -> duckdb.DuckDBPyConnection:
     """A recall index of two roles whose rows start, end and repeat texts at different instants."""
     rng = random.Random(7)
     rows = []
@@ -50,7 +59,7 @@ def index(tmp_path_factory) -> duckdb.DuckDBPyConnection:
                 text.lower(),
             )
         )
-    con = duckdb.connect(str(tmp_path_factory.mktemp("tfidf") / "w.duckdb"))
+    con = duckdb.connect(str(path))
     con.execute(
         f"CREATE TABLE {tables.ROLE_RECALL_INDEX} (role_id VARCHAR, symbol VARCHAR, scenario VARCHAR, "
         "valid_from TIMESTAMPTZ, valid_to TIMESTAMPTZ, case_id VARCHAR, known_at TIMESTAMPTZ, doc VARCHAR)"
@@ -186,6 +195,27 @@ def test_query_terms_are_unigrams_and_neighbouring_bigrams():
         "confirmed by": 1,
         "by trend": 1,
     }
+
+
+def test_an_index_of_an_older_layout_is_refused_clearly_and_the_next_rebuild_renews_it(tmp_path):
+    con = _built_index(tmp_path / "old.duckdb")
+    want = ranked(
+        con, ["case_id"], role_id="r1", query=QUERIES[0], symbol=None, scenario=None, k=20, as_of=None
+    )
+    # the layout of the previous version: no term numbers, postings by role and term
+    con.execute(f"ALTER TABLE {tables.ROLE_RECALL_DF} DROP COLUMN term_no")
+    con.execute(
+        f"CREATE OR REPLACE TABLE {tables.ROLE_RECALL_POSTINGS} AS SELECT d.role_id, d.term, t.doc_no, t.s "
+        f"FROM {tables.ROLE_RECALL_TERMS} t JOIN {tables.ROLE_RECALL_DF} d USING (role_id, term)"
+    )
+    with pytest.raises(RecallIndexOutdatedError, match="older version of tradingmem.*materialize role_cases"):
+        ranked(con, ["case_id"], role_id="r1", query=QUERIES[0], symbol=None, scenario=None, k=20, as_of=None)
+    rebuild_terms_and_stats(con)
+    assert (
+        ranked(con, ["case_id"], role_id="r1", query=QUERIES[0], symbol=None, scenario=None, k=20, as_of=None)
+        == want
+        and want
+    )
 
 
 def test_a_rebuild_after_rows_come_and_go_keeps_the_scores_exact(index):

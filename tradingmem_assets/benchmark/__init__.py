@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import json
 import resource
+import shutil
 import statistics
 import subprocess
 import sys
@@ -66,6 +67,15 @@ def probe(name: str):
     return register
 
 
+def fresh_run_dir(root: Path, i: int) -> Path:
+    """Repetition ``i``'s folder, emptied: a warehouse left there by an earlier benchmark in the same
+    ``--workdir`` would make the run a later day of it (or be refused as an earlier one)."""
+    folder = root / f"run{i}"
+    shutil.rmtree(folder, ignore_errors=True)
+    folder.mkdir(parents=True)
+    return folder
+
+
 def benchmark(
     scale: float,
     repeats: int,
@@ -83,8 +93,7 @@ def benchmark(
     generate_s = time.perf_counter() - started
     runs = []
     for i in range(repeats):
-        database = root / f"run{i}" / "tradingmem.duckdb"
-        database.parent.mkdir(parents=True, exist_ok=True)
+        database = fresh_run_dir(root, i) / "tradingmem.duckdb"
         say(f"repetition {i + 1}/{repeats}")
         proc = subprocess.run(
             [

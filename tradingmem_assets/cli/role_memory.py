@@ -62,8 +62,14 @@ def recall_cmd(
     """Recall a role's lessons and success patterns most similar to QUERY."""
     _refuse_unless_active("recall")
     from tradingmem_assets.defs.role_memory.recall import recall  # scikit-learn loads only when recall runs
+    from tradingmem_assets.defs.role_memory.recall_tfidf import RecallIndexOutdatedError
 
-    hits = recall(role_id, query, symbol=symbol, scenario=scenario, k=k, as_of=as_of, db=require_warehouse())
+    try:
+        hits = recall(
+            role_id, query, symbol=symbol, scenario=scenario, k=k, as_of=as_of, db=require_warehouse()
+        )
+    except RecallIndexOutdatedError as exc:
+        raise CliError(str(exc)) from exc
     document = {
         "role_id": role_id,
         "query": query,

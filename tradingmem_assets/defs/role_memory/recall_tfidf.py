@@ -40,6 +40,10 @@ _TOKEN = re.compile(r"\w+")
 _MICRO = Decimal("1e-6")
 
 
+class RecallIndexOutdatedError(RuntimeError):
+    """The stored recall index has another layout than this code reads (written by an older version)."""
+
+
 def query_terms(query: str) -> Counter[str]:
     """The query's terms with their counts, tokenized as the documents are."""
     tokens = _TOKEN.findall((query or "").lower())
@@ -160,7 +164,14 @@ def ranked(
     """The top ``k`` visible rows of the role (``columns`` of the recall index, then ``score``)."""
     terms = query_terms(query)
     # the role's corpus size and last change, with the current df and number of each query term
-    role = con.execute(_ROLE_AND_DF, {"role": role_id, "terms": list(terms)}).fetchall()
+    try:
+        role = con.execute(_ROLE_AND_DF, {"role": role_id, "terms": list(terms)}).fetchall()
+    except duckdb.BinderException as error:  # e.g. role_recall_df without term_no
+        raise RecallIndexOutdatedError(
+            "the recall index of this warehouse was written by an older version of tradingmem "
+            f"({str(error).splitlines()[0]}); materialize role_cases (or run trading_memory_job) once "
+            "to rebuild it"
+        ) from error
     if not role:
         return []
     (n, stable_from, *_), numbered = role[0], [(t, df, no) for *_, t, df, no in role if t is not None]
@@ -186,7 +197,9 @@ def ranked(
             )
             ranking.pop("role")
             rows = "SELECT * FROM _recall_visible_rows"
-        narrow = con.sql(_NARROW.format(rows=rows), params=ranking).fetchnumpy()  # a relation: converts faster
+        narrow = con.sql(
+            _NARROW.format(rows=rows), params=ranking
+        ).fetchnumpy()  # a relation: converts faster
         ties, scores = top_k(narrow, *_hits(terms, n, df, postings), k)
         if not ties.size:
             return []
