@@ -194,7 +194,7 @@ def search_cases(
     except duckdb.CatalogException:
         if table_exists(con, RECALL_INDEX):
             raise
-        return []  # nothing built yet (asked before this is cheaper than asking each time)
+        return []  # nothing built yet: asked only after an error, not before every read
     return [RecallHit(**dict(zip([*columns, "score"], row, strict=True))) for row in rows]
 
 
