@@ -41,11 +41,15 @@ def grams_sql(tokens: str) -> str:
     return f"{tokens} || list_transform(range(1, len({tokens})), lambda i: {tokens}[i] || ' ' || {tokens}[i + 1])"
 
 
+# a text's squared norm before the query joins the fit: over its terms p (s), their df d, corpus size z
+BASE2_SUM = "fsum(p.s * p.s * power(ln((z.n + 2.0) / (d.df + 1.0)) + 1, 2))"
+
+
 def base2_sql(visible: str, df: str, n: str) -> str:
     """SQL: (role_id, doc_no, base2) of the distinct texts of ``visible`` rows, under ``df`` (role_id,
     term, df) and ``n`` (role_id, n): the squared norm of a text before the query joins the fit."""
     return f"""
-SELECT p.role_id, p.doc_no, fsum(p.s * p.s * power(ln((z.n + 2.0) / (d.df + 1.0)) + 1, 2)) AS base2
+SELECT p.role_id, p.doc_no, {BASE2_SUM} AS base2
 FROM (SELECT t.role_id, t.doc_no, t.term, t.s FROM {TERMS} t
       SEMI JOIN (SELECT DISTINCT role_id, doc_no FROM {visible}) v ON v.role_id = t.role_id AND v.doc_no = t.doc_no) p
 JOIN {df} d ON d.role_id = p.role_id AND d.term = p.term

@@ -32,7 +32,7 @@ from decimal import ROUND_HALF_UP, Decimal
 import duckdb
 import numpy as np
 
-from tradingmem_assets.defs.role_memory.recall_terms import DF, INDEX, POSTINGS, ROLES, TERMS, base2_sql
+from tradingmem_assets.defs.role_memory.recall_terms import BASE2_SUM, DF, INDEX, POSTINGS, ROLES, TERMS
 from tradingmem_assets.lib.warehouse import run_script
 
 # Python's \w is RE2's [\pL\pN_] (recall_terms.TOKEN_RE2): the query is tokenized as the texts are
@@ -51,8 +51,9 @@ def query_terms(query: str) -> Counter[str]:
 
 
 _CURRENT_ROWS = f"SELECT * FROM {INDEX} WHERE role_id = $role AND valid_to IS NULL"
+# as of an earlier instant: the rows visible then, narrow (the k returned are fetched by tie)
 _ROWS_AT = (
-    f"SELECT * EXCLUDE (base2) FROM {INDEX} WHERE role_id = $role "
+    f"SELECT role_id, doc_no, tie, symbol, scenario FROM {INDEX} WHERE role_id = $role "
     "AND valid_from <= $as_of::TIMESTAMPTZ AND (valid_to IS NULL OR valid_to > $as_of::TIMESTAMPTZ)"
 )
 _ROLE_AND_DF = f"""
@@ -62,24 +63,31 @@ WHERE r.role_id = $role
 """
 # one term at a time: an integer equality on the sorted postings reads only the rows holding it
 _CURRENT_POSTINGS = f"SELECT doc_no, s FROM {POSTINGS} WHERE term_no = $key"
-# as of an earlier instant: the same quantities over the rows visible then (_recall_visible)
-_VISIBLE_DOCS = "SELECT role_id, doc_no, count(*) AS rows FROM _recall_visible GROUP BY ALL"
-_POSTINGS_AT = f"""
-SELECT t.doc_no, t.s FROM {TERMS} t
-SEMI JOIN ({_VISIBLE_DOCS}) c ON t.role_id = c.role_id AND t.doc_no = c.doc_no
-WHERE t.role_id = $role AND t.term = $term
-"""
+# ... and the same quantities over them: the visible texts' terms are read from the term index
+# once, and their df, the texts' norms and the query terms' postings all come from that one read
 _ROWS_AT_WITH_NORMS = f"""
+CREATE OR REPLACE TEMP TABLE _recall_visible_terms AS
+SELECT t.doc_no, t.term, t.s, c.rows FROM {TERMS} t
+JOIN (SELECT doc_no, count(*) AS rows FROM _recall_visible GROUP BY doc_no) c ON c.doc_no = t.doc_no
+WHERE t.role_id = $role;
 CREATE OR REPLACE TEMP TABLE _recall_visible_df AS
-SELECT c.role_id, t.term, sum(c.rows) AS df
-FROM ({_VISIBLE_DOCS}) c JOIN {TERMS} t ON t.role_id = c.role_id AND t.doc_no = c.doc_no GROUP BY ALL;
-CREATE OR REPLACE TEMP TABLE _recall_visible_n AS SELECT $role AS role_id, count(*) AS n FROM _recall_visible;
+SELECT term, sum(rows) AS df FROM _recall_visible_terms GROUP BY term;
+CREATE OR REPLACE TEMP TABLE _recall_visible_n AS SELECT count(*) AS n FROM _recall_visible;
 CREATE OR REPLACE TEMP TABLE _recall_visible_rows AS
 SELECT v.*, b.base2 FROM _recall_visible v LEFT JOIN (
-    {base2_sql("_recall_visible", "_recall_visible_df", "_recall_visible_n")}) b USING (role_id, doc_no);
+    SELECT p.doc_no, {BASE2_SUM} AS base2
+    FROM _recall_visible_terms p JOIN _recall_visible_df d USING (term) CROSS JOIN _recall_visible_n z
+    GROUP BY p.doc_no) b USING (doc_no);
 """
 _DF_AT = "SELECT term, df FROM _recall_visible_df WHERE list_contains($terms::VARCHAR[], term)"
-_SCRATCH = ("_recall_visible", "_recall_visible_df", "_recall_visible_n", "_recall_visible_rows")
+_POSTINGS_AT = "SELECT doc_no, s FROM _recall_visible_terms WHERE term = $term"
+_SCRATCH = (
+    "_recall_visible",
+    "_recall_visible_terms",
+    "_recall_visible_df",
+    "_recall_visible_n",
+    "_recall_visible_rows",
+)
 
 
 # the rows that may be returned, narrow: the ranking reads these three columns only
@@ -191,9 +199,7 @@ def ranked(
             run_script(con, _ROWS_AT_WITH_NORMS, {"role": role_id})
             n = con.execute("SELECT n FROM _recall_visible_n").fetchall()[0][0]
             df = dict(con.execute(_DF_AT, {"terms": list(terms)}).fetchall())
-            postings = _postings(
-                con, _POSTINGS_AT, {t: {"role": role_id, "term": t} for t, d in df.items() if d}
-            )
+            postings = _postings(con, _POSTINGS_AT, {t: {"term": t} for t, d in df.items() if d})
             ranking.pop("role")
             rows = "SELECT * FROM _recall_visible_rows"
         # read as a relation: it converts to numpy in about half the time of an executed statement
@@ -202,9 +208,8 @@ def ranked(
         if not ties.size:
             return []
         # (role_id, tie) is a key, and tie alone is indexed: the k rows are looked up, not scanned for
-        source = INDEX if current else "_recall_visible_rows"
         wanted = ", ".join(map(str, ties.tolist()))
-        found = con.execute(f"SELECT r.role_id, r.tie, {select} FROM {source} r WHERE r.tie IN ({wanted})")
+        found = con.execute(f"SELECT r.role_id, r.tie, {select} FROM {INDEX} r WHERE r.tie IN ({wanted})")
         wide = {tie: row for role, tie, *row in found.fetchall() if role == role_id}
         return [(*wide[t], float(s)) for t, s in zip(ties.tolist(), scores, strict=True)]
     finally:
