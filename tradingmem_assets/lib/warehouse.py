@@ -88,6 +88,17 @@ def table_exists(con: duckdb.DuckDBPyConnection, qualified: str) -> bool:
     )
 
 
+def table_columns(con: duckdb.DuckDBPyConnection, qualified: str) -> list[str]:
+    """The table's column names in their order; empty when it does not exist."""
+    schema, _, name = qualified.rpartition(".")
+    rows = con.execute(
+        "SELECT column_name FROM information_schema.columns WHERE table_schema = ? AND table_name = ? "
+        "ORDER BY ordinal_position",
+        [schema or "main", name],
+    ).fetchall()
+    return [r[0] for r in rows]
+
+
 def read_frame(
     con: duckdb.DuckDBPyConnection, sql: str, params: Sequence | Mapping[str, object] | None = None
 ) -> pl.DataFrame:

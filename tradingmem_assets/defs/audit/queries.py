@@ -12,7 +12,7 @@ import polars as pl
 from tradingmem_assets.defs.audit import inputs
 from tradingmem_assets.defs.audit.inputs import AuditInputError, AuditInputs, AuditWindow
 from tradingmem_assets.lib import tables
-from tradingmem_assets.lib.warehouse import read_frame, table_exists
+from tradingmem_assets.lib.warehouse import read_frame, table_columns, table_exists
 
 METHODOLOGIES = tables.METHODOLOGIES
 EVENTS = tables.METHODOLOGY_LIFECYCLE_EVENTS
@@ -40,19 +40,10 @@ def read_heartbeats(con: duckdb.DuckDBPyConnection, until) -> pl.DataFrame:
     before ``as_of`` was recorded fall back to their wall-clock ``ts``."""
     if not table_exists(con, HEARTBEATS):
         return pl.DataFrame(schema=inputs.HEARTBEAT_COLUMNS)
-    time = "coalesce(as_of, ts)" if "as_of" in _columns(con, HEARTBEATS) else "ts"
+    time = "coalesce(as_of, ts)" if "as_of" in table_columns(con, HEARTBEATS) else "ts"
     return read_frame(
         con, f"SELECT status, {time} AS ts FROM {HEARTBEATS} WHERE {time} <= ? ORDER BY ts", [until]
     )
-
-
-def _columns(con: duckdb.DuckDBPyConnection, table: str) -> set[str]:
-    schema, _, name = table.rpartition(".")
-    rows = con.execute(
-        "SELECT column_name FROM information_schema.columns WHERE table_schema = ? AND table_name = ?",
-        [schema, name],
-    ).fetchall()
-    return {r[0] for r in rows}
 
 
 def read_audit_inputs(con: duckdb.DuckDBPyConnection, window: AuditWindow) -> AuditInputs:

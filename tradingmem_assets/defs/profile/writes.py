@@ -18,25 +18,14 @@ from tradingmem_assets.defs.profile.basis import generation_basis_sql
 from tradingmem_assets.defs.profile.build import profile_rows_sql
 from tradingmem_assets.defs.profile.fields import FIN_CUSTOMER_PROFILE_DTYPES
 from tradingmem_assets.lib import tables
-from tradingmem_assets.lib.warehouse import replace_table, scalar, table_exists
+from tradingmem_assets.lib.warehouse import replace_table, scalar, table_columns, table_exists
 
 
 def ensure_profile_tables(con: duckdb.DuckDBPyConnection) -> None:
     """Create both tables when missing; a profile table of another layout is rebuilt (call inside the
     transaction, so a failed run keeps the old one)."""
     empty = pl.DataFrame(schema=FIN_CUSTOMER_PROFILE_DTYPES)
-    if table_exists(con, tables.FIN_CUSTOMER_PROFILE):
-        columns = [
-            r[0]
-            for r in con.execute(
-                "SELECT column_name FROM information_schema.columns "
-                "WHERE table_schema = 'main' AND table_name = 'fin_customer_profile' "
-                "ORDER BY ordinal_position"
-            ).fetchall()
-        ]
-        if columns != empty.columns:
-            replace_table(con, tables.FIN_CUSTOMER_PROFILE, empty)
-    else:
+    if table_columns(con, tables.FIN_CUSTOMER_PROFILE) != empty.columns:  # missing, or another layout
         replace_table(con, tables.FIN_CUSTOMER_PROFILE, empty)
     if not table_exists(con, tables.PROFILE_SNAPSHOTS):
         replace_table(con, tables.PROFILE_SNAPSHOTS, pl.DataFrame(schema=snapshots.PROFILE_SNAPSHOTS_DTYPES))

@@ -23,7 +23,7 @@ from __future__ import annotations
 import duckdb
 
 from tradingmem_assets.lib import tables
-from tradingmem_assets.lib.warehouse import run_script, table_exists
+from tradingmem_assets.lib.warehouse import run_script, table_columns
 
 INDEX = tables.ROLE_RECALL_INDEX
 DOCS = tables.ROLE_RECALL_DOCS
@@ -141,12 +141,8 @@ DROP TABLE _recall_roles;
 
 def rebuild_terms_and_stats(con: duckdb.DuckDBPyConnection) -> None:
     """Bring the term index and the current-state statistics in line with a just rebuilt recall index."""
-    ((numbered,),) = con.execute(
-        "SELECT count(*) FROM duckdb_columns() WHERE schema_name = 'main' AND table_name = $t "
-        "AND column_name = 'term_no'",
-        {"t": DF.split(".")[-1]},
-    ).fetchall()
-    if table_exists(con, DF) and not numbered:  # written before terms had numbers: recompute every role
+    stored = table_columns(con, DF)
+    if stored and "term_no" not in stored:  # written before terms had numbers: recompute every role
         for table in (DF, POSTINGS, ROLES):
             con.execute(f"DROP TABLE {table}")
     for script in (_DDL, _TERMS_SQL, _CHANGED_SQL, _STATS_SQL):
