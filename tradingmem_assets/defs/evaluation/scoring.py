@@ -93,6 +93,83 @@ _WEEKDAY_REMAINDER = [
     (s, r, sum(1 for k in range(1, r + 1) if (s + k) % 7 not in (0, 6))) for s in range(7) for r in range(7)
 ]
 
+# Per (execution, profile): the joined window facts every state of it shares.
+_WINDOWS_CTE = """
+joined AS (
+    SELECT g.*, x.decision_id, x.execution_id, x.direction, x.executed_at, x.vwap, x.fills_digest,
+           x.weekend, e.before_seq, e.before_fp, e.vol30, e.vol_n, e.vol_fp,
+           a.exit_ts, a.exit_close, a.exit_seq, a.exit_fp, a.bench_in_ts, a.bench_in, a.bench_out_ts, a.bench_out,
+           CASE WHEN x.direction = 'short' THEN -1.0 ELSE 1.0 END AS sign
+    FROM _ev_grid g
+    JOIN _ev_exec x USING (xid)
+    JOIN _ev_at_exec e USING (xid)
+    JOIN _ev_at_grid a USING (gid)
+),
+measured AS (
+    SELECT j.*,
+           CASE WHEN j.exit_ts >= j.win_start THEN j.exit_seq - coalesce(j.before_seq, 0) ELSE 0 END AS found,
+           CASE WHEN j.exit_ts >= j.win_start THEN j.exit_fp - coalesce(j.before_fp, 0) ELSE 0 END AS window_fp,
+           CASE WHEN j.exit_ts >= j.win_start THEN j.exit_close END AS exit_price,
+           CASE WHEN j.bench_out_ts >= j.win_start THEN j.bench_out END AS bench_exit,
+           CASE WHEN j.weekend THEN j.horizon_days ELSE 5 * (j.horizon_days // 7) + wr.n END AS expected
+    FROM joined j
+    JOIN _ev_weekday_remainder wr ON wr.s = dayofweek(j.win_start) AND wr.r = j.horizon_days % 7
+)
+"""
+
+# What the inputs hash of a state covers before its settled part (the open window's covers only this).
+_HASH_HEAD = """'{kind}', s.profile_id, s.horizon_days::VARCHAR, coalesce(s.benchmark_symbol, '-'), s.min_coverage::VARCHAR,
+           s.execution_id, s.symbol, s.direction, epoch_us(s.executed_at)::VARCHAR"""
+
+# Every settled state, measured. Temp tables are not compressed: a row carries the gid, not the
+# decision, execution and profile strings (``_ev_keys``), and flags instead of what they derive from.
+_MEASURED_SQL = f"""
+CREATE OR REPLACE TEMP TABLE _ev_measured AS
+WITH {_WINDOWS_CTE},
+states AS (
+    SELECT m.*, s.cut AS known_at,
+           coalesce(sf.vwap, m.vwap) AS state_vwap, coalesce(sf.fills_digest, m.fills_digest) AS state_fills
+    FROM measured m JOIN _ev_states s USING (gid) LEFT JOIN _ev_state_fills sf USING (gid, cut)
+),
+scored AS (
+    SELECT s.*,
+           (s.exit_price / s.state_vwap - 1) * s.sign AS raw_return,
+           CASE WHEN s.benchmark_symbol IS NULL THEN 0.0
+                ELSE (s.bench_exit / s.bench_in - 1) * s.sign END AS benchmark_return,
+           CASE WHEN s.expected = 0 THEN 1.0 ELSE least(s.found / s.expected, 1.0) END AS coverage,
+           greatest(s.expected - s.found, 0) AS missing_bars,
+           (s.benchmark_symbol IS NOT NULL AND (s.bench_in IS NULL OR s.bench_exit IS NULL)) AS benchmark_missing
+    FROM states s
+)
+SELECT s.gid, s.known_at,
+       s.state_vwap AS entry_price, s.exit_price, s.raw_return, s.benchmark_return,
+       s.raw_return - s.benchmark_return AS excess_return,
+       s.vol30 AS volatility, s.vol_n < 29 AS short_history, s.coverage, s.missing_bars, s.benchmark_missing,
+       s.benchmark_symbol IS NULL AS absolute, s.coverage < s.min_coverage AS below_min_coverage,
+       CASE
+           WHEN s.state_vwap IS NULL OR s.exit_price IS NULL OR s.coverage < s.min_coverage OR s.benchmark_missing
+               THEN 'insufficient_data'
+           ELSE 'complete'
+       END AS status,
+       sha256(concat_ws('|',
+           {_HASH_HEAD.format(kind="settled")},
+           concat_ws('|', s.state_fills,
+               s.found::VARCHAR, s.window_fp::VARCHAR, coalesce(s.vol_fp, 0)::VARCHAR,
+               coalesce(epoch_us(s.bench_in_ts)::VARCHAR || ':' || s.bench_in::VARCHAR, '-'),
+               coalesce(epoch_us(s.bench_out_ts)::VARCHAR || ':' || s.bench_out::VARCHAR, '-'))
+       )) AS inputs_hash
+FROM scored s
+"""
+
+# Version 0 of every (execution, profile), the open window: only its volatility is measured.
+_PENDING_SQL = f"""
+CREATE OR REPLACE TEMP TABLE _ev_pending AS
+WITH {_WINDOWS_CTE}
+SELECT s.gid, s.vol30 AS volatility, s.vol_n < 29 AS short_history,
+       sha256(concat_ws('|', {_HASH_HEAD.format(kind="pending")})) AS inputs_hash
+FROM measured s
+"""
+
 # The evaluation pipeline: each statement creates one temp table; every ASOF join runs over a
 # narrow (key, symbol, instant) table and is joined back by key, so wide rows are never sorted.
 _PIPELINE_SQL = (
@@ -172,6 +249,12 @@ SELECT row_number() OVER () AS gid, x.xid, x.symbol, x.executed_at AS win_start,
        p.profile_id, p.horizon_days, p.benchmark_symbol, p.min_coverage
 FROM _ev_exec x CROSS JOIN raw.benchmark_profiles p
 """,
+    # what a gid stands for: the measured rows carry only the gid (temp tables are not compressed,
+    # and three strings a row made them spill under the memory cap)
+    """
+CREATE OR REPLACE TEMP TABLE _ev_keys AS
+SELECT g.gid, x.decision_id, x.execution_id, g.profile_id FROM _ev_grid g JOIN _ev_exec x USING (xid)
+""",
     # the settled states of each (execution, profile): the window end, then every later fill
     """
 CREATE OR REPLACE TEMP TABLE _ev_states AS
@@ -213,67 +296,15 @@ bench_out AS (
 SELECT sym.*, bi.bench_in_ts, bi.bench_in, bo.bench_out_ts, bo.bench_out
 FROM sym LEFT JOIN bench_in bi USING (gid) LEFT JOIN bench_out bo USING (gid)
 """,
+    _MEASURED_SQL,
+    _PENDING_SQL,
     """
-CREATE OR REPLACE TEMP TABLE _ev_measured AS
-WITH joined AS (
-    SELECT g.*, x.decision_id, x.execution_id, x.direction, x.executed_at, x.vwap, x.fills_digest,
-           x.weekend, e.before_seq, e.before_fp, e.vol30, e.vol_n, e.vol_fp,
-           a.exit_ts, a.exit_close, a.exit_seq, a.exit_fp, a.bench_in_ts, a.bench_in, a.bench_out_ts, a.bench_out,
-           CASE WHEN x.direction = 'short' THEN -1.0 ELSE 1.0 END AS sign
-    FROM _ev_grid g
-    JOIN _ev_exec x USING (xid)
-    JOIN _ev_at_exec e USING (xid)
-    JOIN _ev_at_grid a USING (gid)
-),
-measured AS (
-    SELECT j.*,
-           CASE WHEN j.exit_ts >= j.win_start THEN j.exit_seq - coalesce(j.before_seq, 0) ELSE 0 END AS found,
-           CASE WHEN j.exit_ts >= j.win_start THEN j.exit_fp - coalesce(j.before_fp, 0) ELSE 0 END AS window_fp,
-           CASE WHEN j.exit_ts >= j.win_start THEN j.exit_close END AS exit_price,
-           CASE WHEN j.bench_out_ts >= j.win_start THEN j.bench_out END AS bench_exit,
-           CASE WHEN j.weekend THEN j.horizon_days ELSE 5 * (j.horizon_days // 7) + wr.n END AS expected
-    FROM joined j
-    JOIN _ev_weekday_remainder wr ON wr.s = dayofweek(j.win_start) AND wr.r = j.horizon_days % 7
-),
-states AS (  -- version 0 (the open window) and every settled state
-    SELECT m.*, false AS is_pending, s.cut AS known_at,
-           coalesce(sf.vwap, m.vwap) AS state_vwap, coalesce(sf.fills_digest, m.fills_digest) AS state_fills
-    FROM measured m JOIN _ev_states s USING (gid) LEFT JOIN _ev_state_fills sf USING (gid, cut)
-    UNION ALL
-    SELECT m.*, true AS is_pending, NULL::TIMESTAMPTZ AS known_at, NULL::DOUBLE AS state_vwap,
-           NULL::VARCHAR AS state_fills
-    FROM measured m
-),
-scored AS (
-    SELECT s.*,
-           (s.exit_price / s.state_vwap - 1) * s.sign AS raw_return,
-           CASE WHEN s.benchmark_symbol IS NULL THEN 0.0
-                ELSE (s.bench_exit / s.bench_in - 1) * s.sign END AS benchmark_return,
-           CASE WHEN s.expected = 0 THEN 1.0 ELSE least(s.found / s.expected, 1.0) END AS coverage,
-           greatest(s.expected - s.found, 0) AS missing_bars,
-           (s.benchmark_symbol IS NOT NULL AND (s.bench_in IS NULL OR s.bench_exit IS NULL)) AS benchmark_missing
-    FROM states s
-)
-SELECT s.gid, s.decision_id, s.execution_id, s.profile_id, s.benchmark_symbol, s.min_coverage, s.is_pending, s.known_at,
-       s.state_vwap AS entry_price, s.exit_price, s.raw_return, s.benchmark_return,
-       s.raw_return - s.benchmark_return AS excess_return,
-       s.vol30 AS volatility, s.vol_n AS volatility_returns, s.coverage, s.missing_bars, s.benchmark_missing,
-       CASE
-           WHEN s.is_pending THEN 'pending'
-           WHEN s.state_vwap IS NULL OR s.exit_price IS NULL OR s.coverage < s.min_coverage OR s.benchmark_missing
-               THEN 'insufficient_data'
-           ELSE 'complete'
-       END AS status,
-       sha256(concat_ws('|',
-           CASE WHEN s.is_pending THEN 'pending' ELSE 'settled' END,
-           s.profile_id, s.horizon_days::VARCHAR, coalesce(s.benchmark_symbol, '-'), s.min_coverage::VARCHAR,
-           s.execution_id, s.symbol, s.direction, epoch_us(s.executed_at)::VARCHAR,
-           CASE WHEN NOT s.is_pending THEN concat_ws('|', s.state_fills,
-               s.found::VARCHAR, s.window_fp::VARCHAR, coalesce(s.vol_fp, 0)::VARCHAR,
-               coalesce(epoch_us(s.bench_in_ts)::VARCHAR || ':' || s.bench_in::VARCHAR, '-'),
-               coalesce(epoch_us(s.bench_out_ts)::VARCHAR || ':' || s.bench_out::VARCHAR, '-')) END
-       )) AS inputs_hash
-FROM scored s
+DROP TABLE _ev_at_grid;
+DROP TABLE _ev_state_fills;
+DROP TABLE _ev_states;
+DROP TABLE _ev_grid;
+DROP TABLE _ev_at_exec;
+DROP TABLE _ev_bars
 """,
 )
 
@@ -292,18 +323,18 @@ SELECT f.run_id, c.component,
        END AS value,
        CASE
            WHEN c.component = 'volatility' THEN CASE WHEN f.volatility IS NULL THEN 'missing'
-                                                    WHEN f.volatility_returns < 29 THEN 'short_history' ELSE 'ok' END
+                                                    WHEN f.short_history THEN 'short_history' ELSE 'ok' END
            WHEN f.is_pending THEN 'window_open'
            WHEN c.component = 'entry_price' THEN CASE WHEN f.entry_price IS NULL THEN 'missing' ELSE 'ok' END
            WHEN c.component = 'exit_price' THEN CASE WHEN f.exit_price IS NULL THEN 'missing' ELSE 'ok' END
            WHEN c.component = 'raw_return' THEN
                CASE WHEN f.entry_price IS NULL OR f.exit_price IS NULL THEN 'missing' ELSE 'ok' END
            WHEN c.component = 'benchmark_return' THEN
-               CASE WHEN f.benchmark_symbol IS NULL THEN 'absolute' WHEN f.benchmark_missing THEN 'missing' ELSE 'ok' END
+               CASE WHEN f.absolute THEN 'absolute' WHEN f.benchmark_missing THEN 'missing' ELSE 'ok' END
            WHEN c.component = 'excess_return' THEN
                CASE WHEN f.entry_price IS NULL OR f.exit_price IS NULL OR f.benchmark_missing THEN 'missing' ELSE 'ok' END
            WHEN c.component = 'coverage' THEN
-               CASE WHEN f.coverage < f.min_coverage THEN 'below_min_coverage' ELSE 'ok' END
+               CASE WHEN f.below_min_coverage THEN 'below_min_coverage' ELSE 'ok' END
            ELSE CASE WHEN f.missing_bars > 0 THEN 'missing' ELSE 'ok' END
        END AS quality_flag
 FROM _ev_fresh f CROSS JOIN (SELECT unnest($components::VARCHAR[]) AS component) c

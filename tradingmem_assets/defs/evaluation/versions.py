@@ -1,68 +1,68 @@
 """Evaluation versions and primaries (SPEC sections 4 and 16), as SQL over the measured states.
 
-They read the temp tables of ``scoring.evaluate`` (``_ev_measured``, ``_ev_previous``, ``_ev_exec``,
-``_ev_roles``) and build ``_ev_fresh`` (versions to append, the only measured rows kept),
+They read the temp tables of ``scoring.evaluate`` (``_ev_measured``, ``_ev_pending``, ``_ev_keys``,
+``_ev_previous``, ``_ev_exec``, ``_ev_roles``) and build ``_ev_fresh`` (versions to append, the only
+measured rows kept),
 ``_ev_primaries`` (every interval a run was primary) and ``_ev_all`` (every run with its primary
 flag as of the run).
 """
 
 # Version 0 once per (decision, profile); a settled state when no stored version has its hash,
-# numbered after the stored versions in the order the states became knowable.
+# numbered after the stored versions in the order the states became knowable. Decided on narrow
+# keys (the measured rows are wide: sorting them would carry every column); gid (one per decision
+# and profile in this run, ``_ev_keys``) stands for (decision_id, profile_id).
 FRESH_SQL = """
+CREATE OR REPLACE TEMP TABLE _ev_previous_by_gid AS
+SELECT k.gid, p.run_version, p.inputs_hash FROM _ev_previous p JOIN _ev_keys k USING (decision_id, profile_id);
 CREATE OR REPLACE TEMP TABLE _ev_fresh_keys AS
 WITH latest AS (
-    SELECT decision_id, profile_id, max(run_version) AS latest_version FROM _ev_previous GROUP BY ALL
+    SELECT gid, max(run_version) AS latest_version FROM _ev_previous_by_gid GROUP BY gid
 ),
--- decided on narrow keys (the measured rows are wide: sorting them would carry every column):
--- gid (one per decision and profile in this run) stands for (decision_id, profile_id)
 candidates AS (
-    SELECT m.rowid AS rid, m.gid, m.decision_id, m.profile_id, m.inputs_hash, m.is_pending, m.known_at
+    SELECT arg_min(m.rowid, m.known_at) AS rid, m.gid, m.inputs_hash, min(m.known_at) AS known_at
     FROM _ev_measured m
-    WHERE m.is_pending
-      AND NOT EXISTS (SELECT 1 FROM _ev_previous p WHERE p.decision_id = m.decision_id
-                      AND p.profile_id = m.profile_id AND p.run_version = 0)
-    UNION ALL
-    SELECT arg_min(m.rowid, m.known_at), m.gid, m.decision_id, m.profile_id, m.inputs_hash, m.is_pending,
-           min(m.known_at)
-    FROM _ev_measured m
-    WHERE NOT m.is_pending
-      AND NOT EXISTS (SELECT 1 FROM _ev_previous p WHERE p.decision_id = m.decision_id
-                      AND p.profile_id = m.profile_id AND p.inputs_hash = m.inputs_hash)
-    GROUP BY m.gid, m.decision_id, m.profile_id, m.inputs_hash, m.is_pending
-),
-numbered AS (
-    SELECT c.rid, c.decision_id, c.profile_id,
-           CASE WHEN c.is_pending THEN NULL
-                WHEN $prev_bound::TIMESTAMPTZ IS NOT NULL AND c.known_at <= $prev_bound::TIMESTAMPTZ
-                    THEN $as_of::TIMESTAMPTZ
-                ELSE c.known_at END AS known_at,
-           CASE WHEN c.is_pending THEN 0
-                ELSE coalesce(l.latest_version, 0) + row_number() OVER (
-                    PARTITION BY c.gid, c.is_pending ORDER BY c.known_at, c.inputs_hash)
-           END::BIGINT AS run_version
-    FROM candidates c LEFT JOIN latest l USING (decision_id, profile_id)
+    WHERE NOT EXISTS (SELECT 1 FROM _ev_previous_by_gid p WHERE p.gid = m.gid AND p.inputs_hash = m.inputs_hash)
+    GROUP BY m.gid, m.inputs_hash
 )
-SELECT rid, known_at, run_version FROM numbered  -- narrow: the build side of the join below
+SELECT c.rid,  -- narrow: the build side of the join below
+       CASE WHEN $prev_bound::TIMESTAMPTZ IS NOT NULL AND c.known_at <= $prev_bound::TIMESTAMPTZ
+                THEN $as_of::TIMESTAMPTZ
+            ELSE c.known_at END AS known_at,
+       (coalesce(l.latest_version, 0) + row_number() OVER (PARTITION BY c.gid ORDER BY c.known_at, c.inputs_hash))::BIGINT
+           AS run_version
+FROM candidates c LEFT JOIN latest l USING (gid)
 """
 
 # The versions to append, joined with their measured rows once (three later statements read
-# them); then the scratch tables are dropped, so what follows (at SF 30, 17 million runs) does not
-# spill them.
+# them); then the measured rows are dropped, so what follows (at SF 30, 17 million runs) does not
+# spill them. The settled and the open-window versions are kept apart (an open window has no
+# measured price: its columns would be nulls taking room), and ``_ev_fresh`` shows them as one.
+# Their strings are joined from ``_ev_keys`` where they are written.
 FRESH_TABLE_SQL = """
-CREATE OR REPLACE TEMP TABLE _ev_fresh AS
+CREATE OR REPLACE TEMP TABLE _ev_fresh_settled AS
 SELECT m.* REPLACE (n.known_at AS known_at), n.run_version,
-       'er_' || left(sha256(m.decision_id || '|' || m.profile_id || '|' || n.run_version::VARCHAR), 16)
+       'er_' || left(sha256(k.decision_id || '|' || k.profile_id || '|' || n.run_version::VARCHAR), 16)
            AS run_id,
        $as_of::TIMESTAMPTZ AS created_at
-FROM _ev_fresh_keys n JOIN _ev_measured m ON m.rowid = n.rid;
+FROM _ev_fresh_keys n JOIN _ev_measured m ON m.rowid = n.rid JOIN _ev_keys k ON k.gid = m.gid;
+CREATE OR REPLACE TEMP TABLE _ev_fresh_pending AS
+SELECT p.*, 'er_' || left(sha256(k.decision_id || '|' || k.profile_id || '|0'), 16) AS run_id,
+       $as_of::TIMESTAMPTZ AS created_at
+FROM _ev_pending p JOIN _ev_keys k USING (gid)
+WHERE NOT EXISTS (SELECT 1 FROM _ev_previous_by_gid q WHERE q.gid = p.gid AND q.run_version = 0);
+DROP TABLE _ev_previous_by_gid;
 DROP TABLE _ev_fresh_keys;
 DROP TABLE _ev_measured;
-DROP TABLE _ev_at_grid;
-DROP TABLE _ev_state_fills;
-DROP TABLE _ev_states;
-DROP TABLE _ev_grid;
-DROP TABLE _ev_at_exec;
-DROP TABLE _ev_bars
+DROP TABLE _ev_pending;
+CREATE OR REPLACE TEMP VIEW _ev_fresh AS
+SELECT gid, run_id, run_version, false AS is_pending, status, inputs_hash, known_at, created_at,
+       entry_price, exit_price, raw_return, benchmark_return, excess_return, volatility, short_history,
+       coverage, missing_bars, benchmark_missing, absolute, below_min_coverage
+FROM _ev_fresh_settled
+UNION ALL
+SELECT gid, run_id, 0, true, 'pending', inputs_hash, NULL, created_at,
+       NULL, NULL, NULL, NULL, NULL, volatility, short_history, NULL, NULL, NULL, NULL, NULL
+FROM _ev_fresh_pending
 """
 
 # Every interval a run was primary: the policy (version 0 from the execution, version 1 from its
@@ -73,7 +73,7 @@ CREATE OR REPLACE TEMP TABLE _ev_primaries AS
 WITH runs AS (
     SELECT run_id, decision_id, profile_id, run_version, known_at FROM _ev_previous
     UNION ALL
-    SELECT run_id, decision_id, profile_id, run_version, known_at FROM _ev_fresh
+    SELECT f.run_id, k.decision_id, k.profile_id, f.run_version, f.known_at FROM _ev_fresh f JOIN _ev_keys k USING (gid)
 ),
 policy AS (
     SELECT r.decision_id, r.run_id,
@@ -124,8 +124,9 @@ WITH runs AS (
     SELECT run_id, decision_id, execution_id, profile_id, run_version, inputs_hash, status, known_at, created_at
     FROM _ev_previous
     UNION ALL
-    SELECT run_id, decision_id, execution_id, profile_id, run_version, inputs_hash, status, known_at, created_at
-    FROM _ev_fresh
+    SELECT f.run_id, k.decision_id, k.execution_id, k.profile_id, f.run_version, f.inputs_hash, f.status, f.known_at,
+           f.created_at
+    FROM _ev_fresh f JOIN _ev_keys k USING (gid)
 )
 SELECT r.run_id, r.decision_id, r.execution_id, r.profile_id, r.run_version, r.inputs_hash, r.status,
        p.run_id IS NOT NULL AS is_primary, p.primary_from AS promoted_at, r.created_at, r.known_at
