@@ -1,5 +1,6 @@
 """Evaluation runs: the arithmetic on the real GOOG series, versions, promotion, time anchor."""
 
+import hashlib
 import math
 from importlib.resources import files
 
@@ -368,6 +369,27 @@ def test_same_inputs_and_as_of_give_identical_rows_in_a_fresh_warehouse(world: W
         a = world.query(f"SELECT * FROM {table} ORDER BY ALL")
         b = other.query(f"SELECT * FROM {table} ORDER BY ALL")
         assert a.height > 0 and a.equals(b)
+
+
+# The settled states' digests of ``trade_world`` (fills, window bars, volatility bars and benchmark
+# prices, spelled as scoring's inputs hash spells them), pinned: a stored hash is compared with the
+# next run's, so a new spelling of the same inputs would append a new version of every decision.
+SETTLED_HASHES = {
+    "abs_7d": "016e60202f9fc966127062c8e5df1a86b7acaebcb167e175b1ab669557d4570e",
+    "rel_mktidx_7d": "a0b48459598d2de5ca173b3e0797c1b5d76661c7abb3e550cb7e2f4c573d4bdd",
+}
+
+
+def test_inputs_hash_is_stable_across_rewrites_of_the_pipeline(world: World):
+    trade_world(world)
+    world.materialize(LANDING + EVAL)
+    stored = dict(world.rows("SELECT profile_id || ':' || run_version, inputs_hash FROM evaluation_runs"))
+    executed_us = str(int(ts("2012-06-01 14:30").timestamp() * 1_000_000))
+    # the open window's digest covers the profile and the execution, nothing measured
+    for profile, benchmark in (("abs_7d", "-"), ("rel_mktidx_7d", "MKTIDX")):
+        spelled = "|".join(["pending", profile, "7", benchmark, "0.8", "e1", "GOOG", "long", executed_us])
+        assert stored[f"{profile}:0"] == hashlib.sha256(spelled.encode()).hexdigest()
+        assert stored[f"{profile}:1"] == SETTLED_HASHES[profile]
 
 
 def test_runs_breaking_an_invariant_are_validated_as_written_and_rolled_back(world: World, monkeypatch):

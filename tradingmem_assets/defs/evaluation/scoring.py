@@ -118,8 +118,8 @@ measured AS (
 """
 
 # What the inputs hash of a state covers before its settled part (the open window's covers only this).
-_HASH_HEAD = """'{kind}', s.profile_id, s.horizon_days::VARCHAR, coalesce(s.benchmark_symbol, '-'), s.min_coverage::VARCHAR,
-           s.execution_id, s.symbol, s.direction, epoch_us(s.executed_at)::VARCHAR"""
+_HASH_HEAD = """'{kind}', s.profile_id, s.horizon_days::VARCHAR, coalesce(s.benchmark_symbol, '-'),
+           s.min_coverage::VARCHAR, s.execution_id, s.symbol, s.direction, epoch_us(s.executed_at)::VARCHAR"""
 
 # Every settled state, measured. Temp tables are not compressed: a row carries the gid, not the
 # decision, execution and profile strings (``_ev_keys``), and flags instead of what they derive from.

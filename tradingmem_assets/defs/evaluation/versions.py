@@ -13,7 +13,8 @@ flag as of the run).
 # and profile in this run, ``_ev_keys``) stands for (decision_id, profile_id).
 FRESH_SQL = """
 CREATE OR REPLACE TEMP TABLE _ev_previous_by_gid AS
-SELECT k.gid, p.run_version, p.inputs_hash FROM _ev_previous p JOIN _ev_keys k USING (decision_id, profile_id);
+SELECT k.gid, p.run_version, p.inputs_hash
+FROM _ev_previous p JOIN _ev_keys k USING (decision_id, profile_id);
 CREATE OR REPLACE TEMP TABLE _ev_fresh_keys AS
 WITH latest AS (
     SELECT gid, max(run_version) AS latest_version FROM _ev_previous_by_gid GROUP BY gid
@@ -21,15 +22,16 @@ WITH latest AS (
 candidates AS (
     SELECT arg_min(m.rowid, m.known_at) AS rid, m.gid, m.inputs_hash, min(m.known_at) AS known_at
     FROM _ev_measured m
-    WHERE NOT EXISTS (SELECT 1 FROM _ev_previous_by_gid p WHERE p.gid = m.gid AND p.inputs_hash = m.inputs_hash)
+    WHERE NOT EXISTS (SELECT 1 FROM _ev_previous_by_gid p
+                      WHERE p.gid = m.gid AND p.inputs_hash = m.inputs_hash)
     GROUP BY m.gid, m.inputs_hash
 )
 SELECT c.rid,  -- narrow: the build side of the join below
        CASE WHEN $prev_bound::TIMESTAMPTZ IS NOT NULL AND c.known_at <= $prev_bound::TIMESTAMPTZ
                 THEN $as_of::TIMESTAMPTZ
             ELSE c.known_at END AS known_at,
-       (coalesce(l.latest_version, 0) + row_number() OVER (PARTITION BY c.gid ORDER BY c.known_at, c.inputs_hash))::BIGINT
-           AS run_version
+       (coalesce(l.latest_version, 0)
+           + row_number() OVER (PARTITION BY c.gid ORDER BY c.known_at, c.inputs_hash))::BIGINT AS run_version
 FROM candidates c LEFT JOIN latest l USING (gid)
 """
 
@@ -73,7 +75,8 @@ CREATE OR REPLACE TEMP TABLE _ev_primaries AS
 WITH runs AS (
     SELECT run_id, decision_id, profile_id, run_version, known_at FROM _ev_previous
     UNION ALL
-    SELECT f.run_id, k.decision_id, k.profile_id, f.run_version, f.known_at FROM _ev_fresh f JOIN _ev_keys k USING (gid)
+    SELECT f.run_id, k.decision_id, k.profile_id, f.run_version, f.known_at
+    FROM _ev_fresh f JOIN _ev_keys k USING (gid)
 ),
 policy AS (
     SELECT r.decision_id, r.run_id,
@@ -124,8 +127,8 @@ WITH runs AS (
     SELECT run_id, decision_id, execution_id, profile_id, run_version, inputs_hash, status, known_at, created_at
     FROM _ev_previous
     UNION ALL
-    SELECT f.run_id, k.decision_id, k.execution_id, k.profile_id, f.run_version, f.inputs_hash, f.status, f.known_at,
-           f.created_at
+    SELECT f.run_id, k.decision_id, k.execution_id, k.profile_id, f.run_version, f.inputs_hash, f.status,
+           f.known_at, f.created_at
     FROM _ev_fresh f JOIN _ev_keys k USING (gid)
 )
 SELECT r.run_id, r.decision_id, r.execution_id, r.profile_id, r.run_version, r.inputs_hash, r.status,
