@@ -1,6 +1,11 @@
 """The benchmark runs end to end at a tiny scale and reports every figure SPEC section 14 asks for."""
 
+from datetime import UTC, datetime
+
+import polars as pl
+
 from tradingmem_assets.benchmark import benchmark, format_report, fresh_run_dir
+from tradingmem_assets.benchmark.days import landing_until, last_weekday
 
 
 def test_a_tiny_benchmark_reports_times_memory_recall_audit_and_the_bare_sql_ratio(tmp_path):
@@ -21,6 +26,14 @@ def test_a_tiny_benchmark_reports_times_memory_recall_audit_and_the_bare_sql_rat
     incremental = run["incremental"]
     assert "error" not in incremental, incremental
     assert 0 < incremental["replay_ratio"] < 1 and incremental["next_day_s"] > 0
+    assert incremental["quiet_day_s"] > 0
+    # the full build is at the end of a weekday, the next day one weekday later, on grown files
+    day, next_day = (datetime.fromisoformat(report[k]) for k in ("as_of", "next_day_as_of"))
+    assert day.weekday() < 5 and (next_day - day).days == 1
+    grown = pl.read_parquet(tmp_path / "landing_next_day" / "customer_transactions.parquet")
+    kept = pl.read_parquet(tmp_path / "landing" / "customer_transactions.parquet")
+    assert grown.height - kept.height == report["next_day_landed_rows"].get("customer_transactions", 0)
+    assert kept.get_column("ts").max() <= day < grown.get_column("ts").max() <= next_day
 
 
 def test_each_repetition_starts_on_an_empty_folder_even_in_a_reused_workdir(tmp_path):
@@ -30,3 +43,32 @@ def test_each_repetition_starts_on_an_empty_folder_even_in_a_reused_workdir(tmp_
     (stale / "tradingmem.duckdb.wal").write_bytes(b"")
     assert fresh_run_dir(tmp_path, 0) == stale and list(stale.iterdir()) == []
     assert fresh_run_dir(tmp_path, 1).is_dir()
+
+
+def test_the_next_day_is_a_weekday_before_the_anchor():
+    # Monday midnight: the last whole weekday is Friday
+    assert last_weekday(datetime(2024, 7, 1, tzinfo=UTC)) == (
+        datetime(2024, 6, 28, tzinfo=UTC),
+        datetime(2024, 6, 29, tzinfo=UTC),
+    )
+    assert last_weekday(datetime(2024, 7, 3, 15, 30, tzinfo=UTC)) == (
+        datetime(2024, 7, 2, tzinfo=UTC),
+        datetime(2024, 7, 3, tzinfo=UTC),
+    )
+
+
+def test_the_landing_folder_as_it_stood_keeps_the_rows_stamped_by_then(tmp_path):
+    source = tmp_path / "world"
+    source.mkdir()
+    stamps = [datetime(2024, 6, d, 12, tzinfo=UTC) for d in (26, 27, 28)] + [None]
+    pl.DataFrame({"fill_id": ["f1", "f2", "f3", "f4"], "filled_at": stamps}).write_parquet(
+        source / "trade_fills.parquet"
+    )
+    pl.DataFrame({"profile_id": ["p"], "created_at": [stamps[2]]}).write_parquet(source / "no_stamp.parquet")
+    (source / "customers.csv").write_text("customer_id,opened_at\nc1,2024-06-28T12:00:00Z\n")
+    kept = landing_until(source, tmp_path / "then", datetime(2024, 6, 27, 12, tzinfo=UTC))
+    then = pl.read_parquet(tmp_path / "then" / "trade_fills.parquet")
+    # at the instant is in; a row without its instant is kept (the landing rejects it either way)
+    assert then.get_column("fill_id").to_list() == ["f1", "f2", "f4"] and kept == {"trade_fills": 3}
+    assert pl.read_parquet(tmp_path / "then" / "no_stamp.parquet").height == 1  # no arrival column
+    assert (tmp_path / "then" / "customers.csv").read_text() == (source / "customers.csv").read_text()

@@ -5,9 +5,12 @@ the report gives every repetition and the medians. Not a test: machines here are
 
     tradingmem benchmark --scale 1 --repeat 3 [--no-incremental] [--json]
 
-In each repetition, after the main job, the probes time the other targets: one audit pass, recall
-latency, and the bare DuckDB SQL reference of the admission + evaluation core (reference.py) on
-the same landing files, with the ratio of the project's core steps to it.
+The demo world is written once; the full build reads the landing files as they stood at the end
+of the last weekday before its anchor, at that instant (``days.py``). In each repetition, after
+the main job, the probes time the other targets: one audit pass, recall latency, and the bare
+DuckDB SQL reference of the admission + evaluation core (reference.py) on the same landing files,
+with the ratio of the project's core steps to it. Then a replay, the next day (files grown by one
+weekday of rows) and a quiet day after it.
 """
 
 from __future__ import annotations
@@ -30,8 +33,9 @@ def _peak_rss_mb() -> float:
     return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
 
 
-def run_once(landing_dir: Path, database: Path, as_of: str, incremental: bool = True) -> dict:
-    """One repetition inside this process: the main job, then the probes of the other targets."""
+def run_once(landing_dir: Path, database: Path, as_of: str, next_day: tuple[Path, str] | None = None) -> dict:
+    """One repetition inside this process: the main job, then the probes of the other targets, then
+    (with ``next_day``: the landing folder one day later and that day's end) the incremental runs."""
     from tradingmem_assets.defs.operations.runs import run_main_job, scratch_instance
 
     with scratch_instance() as instance:
@@ -50,8 +54,10 @@ def run_once(landing_dir: Path, database: Path, as_of: str, incremental: bool = 
                 out[name] = {"error": f"{type(exc).__name__}: {exc}"}
         if "error" not in out["bare_sql"]:
             out["bare_sql"].update(core_ratio(out["step_s"], out["bare_sql"]))
-        if incremental:
-            out["incremental"] = _incremental(instance, database, landing_dir, as_of, report.seconds)
+        if next_day is not None:
+            out["incremental"] = _incremental(
+                instance, database, landing_dir, as_of, next_day, report.seconds
+            )
     out["peak_rss_all_mb"] = round(_peak_rss_mb(), 1)  # with the probes and the incremental runs
     return out
 
@@ -83,14 +89,20 @@ def benchmark(
     say: Callable[[str], None] = lambda _m: None,
     incremental: bool = True,
 ) -> dict:
+    from tradingmem_assets.benchmark.days import landing_until, last_weekday
     from tradingmem_assets.demo import DEMO_AS_OF, write_demo_world
 
     root = Path(workdir or tempfile.mkdtemp(prefix="tradingmem-bench-"))
-    landing = root / "landing"
     say(f"generating landing data at scale {scale}")
     started = time.perf_counter()
-    summary = write_demo_world(landing, scale=scale)
+    summary = write_demo_world(root / "world", scale=scale)
     generate_s = time.perf_counter() - started
+    # the full build reads the files as they stood at the end of a weekday; the next day, as they
+    # stood one weekday later (grown by that day's rows)
+    day, next_day = last_weekday(DEMO_AS_OF)
+    landing, next_landing = root / "landing", root / "landing_next_day"
+    kept = landing_until(root / "world", landing, day)
+    grown = landing_until(root / "world", next_landing, next_day)
     runs = []
     for i in range(repeats):
         database = fresh_run_dir(root, i) / "tradingmem.duckdb"
@@ -103,8 +115,8 @@ def benchmark(
                 "--one",
                 str(landing),
                 str(database),
-                DEMO_AS_OF.isoformat(),
-                *([] if incremental else ["--no-incremental"]),
+                day.isoformat(),
+                *([str(next_landing), next_day.isoformat()] if incremental else []),
             ],
             capture_output=True,
             text=True,
@@ -130,7 +142,10 @@ def benchmark(
     return {
         "scale": scale,
         "repeats": repeats,
+        "as_of": day.isoformat(),
+        "next_day_as_of": next_day.isoformat(),
         "landing_rows": summary.rows,
+        "next_day_landed_rows": {t: grown[t] - kept[t] for t in kept if grown[t] != kept[t]},
         "decisions": summary.rows.get("trading_decisions"),
         "generate_s": round(generate_s, 3),
         "median": median,
@@ -211,16 +226,25 @@ def _recall_latency(instance: Any, database: Path, landing_dir: Path, as_of: str
 CORE_STEPS = ("evaluation", "role_cases")
 
 
-def _incremental(instance: Any, database: Path, landing_dir: Path, as_of: str, full_s: float) -> dict:
-    """The main job again on the same landing files and as_of (a replay), then one day later."""
+def _incremental(
+    instance: Any, database: Path, landing_dir: Path, as_of: str, next_day: tuple[Path, str], full_s: float
+) -> dict:
+    """The main job again on the same landing files and as_of (a replay); then one day later on the
+    files grown by that day's rows (the next day); then one more day on those files, when nothing
+    new landed (a quiet day: only time moved)."""
     from datetime import datetime, timedelta
 
     from tradingmem_assets.defs.operations.runs import run_main_job
 
+    next_landing, next_as_of = next_day
+    quiet_as_of = (datetime.fromisoformat(next_as_of) + timedelta(days=1)).isoformat()
     out: dict = {}
-    next_day = (datetime.fromisoformat(as_of) + timedelta(days=1)).isoformat()
-    for name, when in (("replay", as_of), ("next_day", next_day)):
-        report = run_main_job(instance, database=str(database), landing_dir=str(landing_dir), as_of=when)
+    for name, folder, when in (
+        ("replay", landing_dir, as_of),
+        ("next_day", next_landing, next_as_of),
+        ("quiet_day", next_landing, quiet_as_of),
+    ):
+        report = run_main_job(instance, database=str(database), landing_dir=str(folder), as_of=when)
         if not report.success:
             return {"error": f"{name}: {report.error}"}
         out[f"{name}_s"] = round(report.seconds, 3)

@@ -1,4 +1,5 @@
-"""``python -m tradingmem_assets.benchmark --one LANDING DATABASE AS_OF [--no-incremental]``: one repetition, as JSON."""
+"""``python -m tradingmem_assets.benchmark --one LANDING DATABASE AS_OF [NEXT_LANDING NEXT_AS_OF]``:
+one repetition, as JSON (with the next day's landing folder and instant: the incremental runs too)."""
 
 import json
 import sys
@@ -8,9 +9,9 @@ from tradingmem_assets.benchmark import __doc__ as usage
 from tradingmem_assets.benchmark import run_once
 
 if __name__ == "__main__":
-    if len(sys.argv) in (5, 6) and sys.argv[1] == "--one":
-        incremental = sys.argv[5:] != ["--no-incremental"]
-        print(json.dumps(run_once(Path(sys.argv[2]), Path(sys.argv[3]), sys.argv[4], incremental)))
+    if len(sys.argv) in (5, 7) and sys.argv[1] == "--one":
+        next_day = (Path(sys.argv[5]), sys.argv[6]) if len(sys.argv) == 7 else None
+        print(json.dumps(run_once(Path(sys.argv[2]), Path(sys.argv[3]), sys.argv[4], next_day)))
     else:
         print(usage)
         sys.exit(2)

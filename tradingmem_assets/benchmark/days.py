@@ -1,0 +1,65 @@
+"""The benchmark's two days: the landing folder as it stood at the end of a day, then one weekday later.
+
+A run "after one more day of landing data" (SPEC section 14) reads landing files that grew by the
+rows of that day. The demo world is written once, up to its anchor; these are the files as they
+stood at an earlier instant: each Parquet file whose rows arrive by an instant of their own keeps
+the rows stamped at or before it, the others are copied whole (their rows carry no arrival
+instant, or, for the CSV files, a cut would rewrite the text the landing reads).
+"""
+
+from __future__ import annotations
+
+import shutil
+from datetime import datetime, timedelta
+from pathlib import Path
+
+import polars as pl
+
+# the column by which a row of each landing table arrives (the instant it was recorded)
+ARRIVES_BY = {
+    "agent_turns": "started_at",
+    "conversation_message": "created_at",
+    "customer_transactions": "ts",
+    "evaluation_promotions": "promoted_at",
+    "institution_runs": "started_at",
+    "learning_feedback": "ts",
+    "market_events": "ts",
+    "memory_evidence": "created_at",
+    "memory_unit": "created_at",
+    "methodology_injections": "injected_at",
+    "position_lifecycles": "opened_at",
+    "preview_consumptions": "consumed_at",
+    "price_bars": "ts",
+    "trade_executions": "executed_at",
+    "trade_fills": "filled_at",
+    "trade_previews": "created_at",
+    "trading_decisions": "decided_at",
+}
+
+
+def last_weekday(anchor: datetime) -> tuple[datetime, datetime]:
+    """(start, end) of the last whole weekday ending at or before ``anchor``'s midnight: a full
+    build at ``start``, then one more day of landing rows at ``end``."""
+    end = anchor.replace(hour=0, minute=0, second=0, microsecond=0)
+    while (end - timedelta(days=1)).weekday() >= 5:
+        end -= timedelta(days=1)
+    return end - timedelta(days=1), end
+
+
+def landing_until(source: Path, target: Path, until: datetime) -> dict[str, int]:
+    """Write ``target`` as the landing folder ``source`` stood at ``until``; the rows kept per file."""
+    shutil.rmtree(target, ignore_errors=True)
+    target.mkdir(parents=True)
+    kept: dict[str, int] = {}
+    for path in sorted(source.iterdir()):
+        table = path.name.split(".")[0]
+        column = ARRIVES_BY.get(table)
+        scan = pl.scan_parquet(path) if path.suffix == ".parquet" else None
+        if scan is None or column is None or not scan.collect_schema().get(column, pl.Null).is_temporal():
+            shutil.copy(path, target / path.name)
+            continue
+        # a row without its instant is kept: the landing rejects it, on both days alike
+        frame = scan.filter(pl.col(column).is_null() | (pl.col(column) <= until)).collect()
+        frame.write_parquet(target / path.name)
+        kept[table] = frame.height
+    return kept
