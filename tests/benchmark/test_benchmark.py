@@ -34,6 +34,11 @@ def test_a_tiny_benchmark_reports_times_memory_recall_audit_and_the_bare_sql_rat
     kept = pl.read_parquet(tmp_path / "landing" / "customer_transactions.parquet")
     assert grown.height - kept.height == report["next_day_landed_rows"].get("customer_transactions", 0)
     assert kept.get_column("ts").max() <= day < grown.get_column("ts").max() <= next_day
+    # the next day grew the repetition's own folder in place: only the grown files were ingested
+    assert pl.read_parquet(tmp_path / "run0" / "landing" / "customer_transactions.parquet").equals(grown)
+    assert incremental["replay_ingested"] == [] and incremental["quiet_day_ingested"] == []
+    assert "customer_transactions" in incremental["next_day_ingested"]
+    assert set(incremental["next_day_ingested"]) == set(report["next_day_landed_rows"])
 
 
 def test_each_repetition_starts_on_an_empty_folder_even_in_a_reused_workdir(tmp_path):

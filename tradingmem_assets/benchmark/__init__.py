@@ -105,7 +105,10 @@ def benchmark(
     grown = landing_until(root / "world", next_landing, next_day)
     runs = []
     for i in range(repeats):
-        database = fresh_run_dir(root, i) / "tradingmem.duckdb"
+        folder = fresh_run_dir(root, i)
+        database = folder / "tradingmem.duckdb"
+        # the repetition's own landing folder: its next day grows these files in place
+        run_landing = shutil.copytree(landing, folder / "landing")
         say(f"repetition {i + 1}/{repeats}")
         proc = subprocess.run(
             [
@@ -113,7 +116,7 @@ def benchmark(
                 "-m",
                 "tradingmem_assets.benchmark",
                 "--one",
-                str(landing),
+                str(run_landing),
                 str(database),
                 day.isoformat(),
                 *([str(next_landing), next_day.isoformat()] if incremental else []),
@@ -229,9 +232,10 @@ CORE_STEPS = ("evaluation", "role_cases")
 def _incremental(
     instance: Any, database: Path, landing_dir: Path, as_of: str, next_day: tuple[Path, str], full_s: float
 ) -> dict:
-    """The main job again on the same landing files and as_of (a replay); then one day later on the
-    files grown by that day's rows (the next day); then one more day on those files, when nothing
-    new landed (a quiet day: only time moved)."""
+    """The main job again on the same landing files and as_of (a replay); then one day later, the
+    files of ``landing_dir`` grown by that day's rows (copied in from ``next_day``'s folder: a
+    landing table's fingerprint names its folder, so the folder stays the same); then one more
+    day on those files, when nothing new landed (a quiet day: only time moved)."""
     from datetime import datetime, timedelta
 
     from tradingmem_assets.defs.operations.runs import run_main_job
@@ -239,18 +243,30 @@ def _incremental(
     next_landing, next_as_of = next_day
     quiet_as_of = (datetime.fromisoformat(next_as_of) + timedelta(days=1)).isoformat()
     out: dict = {}
-    for name, folder, when in (
-        ("replay", landing_dir, as_of),
-        ("next_day", next_landing, next_as_of),
-        ("quiet_day", next_landing, quiet_as_of),
-    ):
-        report = run_main_job(instance, database=str(database), landing_dir=str(folder), as_of=when)
+    for name, when in (("replay", as_of), ("next_day", next_as_of), ("quiet_day", quiet_as_of)):
+        if name == "next_day":  # the day's rows land in the same folder, as a feed's would
+            shutil.copytree(next_landing, landing_dir, dirs_exist_ok=True)
+        report = run_main_job(instance, database=str(database), landing_dir=str(landing_dir), as_of=when)
         if not report.success:
             return {"error": f"{name}: {report.error}"}
         out[f"{name}_s"] = round(report.seconds, 3)
         out[f"{name}_ratio"] = round(report.seconds / full_s, 3)
         out[f"{name}_step_s"] = {k: round(v, 3) for k, v in sorted(report.step_seconds.items())}
+        out[f"{name}_ingested"] = _ingested(instance, report.run_id)
     return out
+
+
+def _ingested(instance: Any, run_id: str) -> list[str]:
+    """The landing tables a run ingested (not kept as an earlier run left them)."""
+    import dagster as dg
+
+    out = []
+    for record in instance.all_logs(run_id, of_type=dg.DagsterEventType.ASSET_MATERIALIZATION):
+        materialization = record.dagster_event.event_specific_data.materialization
+        key = materialization.asset_key.path
+        if key[0] == "raw" and "skipped" not in materialization.metadata:
+            out.append(key[-1])
+    return sorted(out)
 
 
 @probe("bare_sql")
