@@ -238,7 +238,7 @@ def _incremental(
     day on those files, when nothing new landed (a quiet day: only time moved)."""
     from datetime import datetime, timedelta
 
-    from tradingmem_assets.defs.operations.runs import run_main_job
+    from tradingmem_assets.defs.operations.runs import landing_ingested, run_main_job
 
     next_landing, next_as_of = next_day
     quiet_as_of = (datetime.fromisoformat(next_as_of) + timedelta(days=1)).isoformat()
@@ -252,21 +252,8 @@ def _incremental(
         out[f"{name}_s"] = round(report.seconds, 3)
         out[f"{name}_ratio"] = round(report.seconds / full_s, 3)
         out[f"{name}_step_s"] = {k: round(v, 3) for k, v in sorted(report.step_seconds.items())}
-        out[f"{name}_ingested"] = _ingested(instance, report.run_id)
+        out[f"{name}_ingested"] = landing_ingested(instance, report.run_id)
     return out
-
-
-def _ingested(instance: Any, run_id: str) -> list[str]:
-    """The landing tables a run ingested (not kept as an earlier run left them)."""
-    import dagster as dg
-
-    out = []
-    for record in instance.all_logs(run_id, of_type=dg.DagsterEventType.ASSET_MATERIALIZATION):
-        materialization = record.dagster_event.event_specific_data.materialization
-        key = materialization.asset_key.path
-        if key[0] == "raw" and "skipped" not in materialization.metadata:
-            out.append(key[-1])
-    return sorted(out)
 
 
 @probe("bare_sql")

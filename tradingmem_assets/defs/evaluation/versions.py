@@ -1,10 +1,9 @@
 """Evaluation versions and primaries (SPEC sections 4 and 16), as SQL over the measured states.
 
 They read the temp tables of ``scoring.evaluate`` (``_ev_measured``, ``_ev_pending``, ``_ev_keys``,
-``_ev_previous``, ``_ev_exec``, ``_ev_roles``) and build ``_ev_fresh`` (versions to append, the only
-measured rows kept),
-``_ev_primaries`` (every interval a run was primary) and ``_ev_all`` (every run with its primary
-flag as of the run).
+``_ev_previous``, ``_ev_exec``, ``_ev_roles``) and build ``_ev_fresh`` (a view of the versions to
+append, the only measured rows kept), ``_ev_primaries`` (every interval a run was primary) and
+``_ev_all`` (every run with its primary flag as of the run).
 """
 
 # Version 0 once per (decision, profile); a settled state when no stored version has its hash,
