@@ -348,9 +348,9 @@ def evaluate(
     prev_bound: datetime | None = None,
     since: datetime | None = None,
 ) -> None:
-    """Build the temp tables ``_ev_fresh`` (runs to append), ``_ev_primaries`` (every primary
-    interval) and the view ``_ev_all`` (every run, primary as of ``as_of``). ``prev_bound`` is the as_of of
-    the previous learning run (None on a fresh warehouse). With ``since`` (incremental: see the
+    """Build ``_ev_fresh`` (a view of the runs to append), the temp table ``_ev_primaries`` (every
+    primary interval) and the view ``_ev_all`` (every run, primary as of ``as_of``). ``prev_bound``
+    is the as_of of the previous learning run (None on a fresh warehouse). With ``since`` (incremental: see the
     module's docstring), only the decisions in ``_ev_touched`` are evaluated, and ``_ev_primaries``
     and ``_ev_all`` hold their rows only.
 
