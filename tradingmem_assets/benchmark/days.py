@@ -15,12 +15,15 @@ from pathlib import Path
 
 import polars as pl
 
-# the column by which a row of each landing table arrives (the instant it was recorded)
+from tradingmem_assets.defs.evaluation.incremental import VISIBLE_BY
+
+# the column by which a row of each landing table arrives (the instant it was recorded): the
+# evaluation's inputs by the column its point-in-time reads filter on, and the others
 ARRIVES_BY = {
+    **{table: column for table, column in VISIBLE_BY.items() if column is not None},
     "agent_turns": "started_at",
     "conversation_message": "created_at",
     "customer_transactions": "ts",
-    "evaluation_promotions": "promoted_at",
     "institution_runs": "started_at",
     "learning_feedback": "ts",
     "market_events": "ts",
@@ -28,12 +31,7 @@ ARRIVES_BY = {
     "memory_unit": "created_at",
     "methodology_injections": "injected_at",
     "position_lifecycles": "opened_at",
-    "preview_consumptions": "consumed_at",
-    "price_bars": "ts",
-    "trade_executions": "executed_at",
-    "trade_fills": "filled_at",
     "trade_previews": "created_at",
-    "trading_decisions": "decided_at",
 }
 
 
