@@ -196,40 +196,27 @@ def test_a_ragged_csv_line_becomes_a_reject_row_with_its_raw_line(world: World):
     assert check.passed and check.metadata["rows_read"].value == 4
 
 
-def test_a_parquet_file_ingested_in_chunks_lands_as_in_one_pass(tmp_path, instance, monkeypatch):
-    """Rows, rejects, row numbers and duplicate keys across chunk boundaries are those of one pass."""
-    from tradingmem_assets.defs.landing import ingest
-
+def test_the_first_valid_row_of_a_key_wins_and_later_ones_are_duplicates(world: World):
+    """A row refused for its value does not take its key: a later valid row of that key is accepted."""
     decisions = []
     for i in range(23):
         row = {**DECISION, "decision_id": f"d{i % 17}", "preview_id": f"p{i}", "decision_text": f"t{i}"}
         if i % 5 == 3:
             row["direction"] = "sideways"  # a bad value: rejected, its key free for a later row
         decisions.append(row)
-    landed = {}
-    for chunk_rows in (10**6, 4):
-        monkeypatch.setattr(ingest, "CHUNK_ROWS", chunk_rows)
-        world = World(tmp_path / f"chunks_{chunk_rows}", instance)
-        world.write("trading_decisions", decisions)
-        result = world.materialize(["raw/trading_decisions"])
-        [materialization] = result.asset_materializations_for_node("raw__trading_decisions")
-        landed[chunk_rows] = (
-            world.rows("SELECT decision_id, preview_id FROM raw.trading_decisions ORDER BY ALL"),
-            rejects(world, "trading_decisions"),
-            {k: materialization.metadata[k].value for k in ("rows_read", "accepted", "rejected")},
-        )
-    assert landed[4] == landed[10**6]
-    accepted, rejected, counts = landed[4]
-    # d8 and d13 only ever come with a bad value; d0..d5 come back at rows 18..23, in later chunks
+    world.write("trading_decisions", decisions)
+    result = world.materialize(["raw/trading_decisions"])
+    [materialization] = result.asset_materializations_for_node("raw__trading_decisions")
+    accepted = world.rows("SELECT decision_id, preview_id FROM raw.trading_decisions")
+    rejected = rejects(world, "trading_decisions")
+    counts = {k: materialization.metadata[k].value for k in ("rows_read", "accepted", "rejected")}
+    # d8 and d13 only ever come with a bad value; d0..d5 come back at rows 18..23
     assert counts == {"rows_read": 23, "accepted": 15, "rejected": 8}
     assert ("d0", "p0") in accepted and ("d0", "p17") not in accepted  # the first valid occurrence won
     assert ("d3", "p20") in accepted  # d3's first row was rejected for its value: no duplicate
-    assert [(row, reason) for row, _, reason in rejected if reason == "duplicate_key"] == [
-        (18, "duplicate_key"),
-        (20, "duplicate_key"),
-        (22, "duplicate_key"),
-        (23, "duplicate_key"),
-    ]
+    assert [row for row, _, reason in rejected if reason == "duplicate_key"] == [18, 20, 22, 23]
+    # accepted rows keep the file's order
+    assert [p for _, p in accepted] == sorted((p for _, p in accepted), key=lambda p: int(p[1:]))
 
 
 def test_a_landing_column_names_only_known_rules_and_vocabularies():

@@ -10,7 +10,7 @@ from tradingmem_assets.defs.landing.ingest import (
     LandingFileError,
     count_landing_rows,
     find_landing_file,
-    ingest_chunks,
+    ingest_into,
 )
 from tradingmem_assets.defs.landing.invariants import LANDING_TABLES, RAW_REJECTS_DTYPES, LandingTable
 from tradingmem_assets.defs.resources import WarehouseResource
@@ -22,7 +22,7 @@ from tradingmem_assets.lib.dagster_kit import (
     table_spec,
 )
 from tradingmem_assets.lib.tables import raw_key
-from tradingmem_assets.lib.warehouse import append_rows, ensure_table, replace_table, scalar, transaction
+from tradingmem_assets.lib.warehouse import ensure_table, scalar, transaction
 
 ROWS_CONSERVED_CHECK = "rows_read_equal_accepted_plus_rejected"
 
@@ -85,17 +85,13 @@ def _landing_asset(spec: LandingTable) -> dg.AssetsDefinition:
                     "unchanged_since_run": since,
                 }
             else:
-                rows_read, source_file, filled = 0, None, ()
                 with warehouse.connect() as con, transaction(con):
                     ensure_table(con, tables.RAW_REJECTS, pl.DataFrame(schema=RAW_REJECTS_DTYPES))
                     con.execute(f"DELETE FROM {tables.RAW_REJECTS} WHERE table_name = ?", [spec.name])
-                    for n, chunk in enumerate(ingest_chunks(landing_dir, spec.name)):
-                        write = replace_table if n == 0 else append_rows
-                        write(con, f"raw.{spec.name}", chunk.accepted)
-                        append_rows(con, tables.RAW_REJECTS, chunk.rejects)
-                        rows_read += chunk.rows_read
-                        source_file, filled = chunk.source_file, chunk.filled_columns
+                    ingested = ingest_into(con, landing_dir, spec.name)
                     counts = _stored_counts(con, spec.name)
+                rows_read, source_file = ingested.rows_read, ingested.source_file
+                filled = ingested.filled_columns
                 if source_file is None:
                     context.log.info(f"no landing file for {spec.name}: raw.{spec.name} is an empty table")
                 extra = {

@@ -146,3 +146,58 @@ def landing_schema(table: str) -> pa.DataFrameSchema:
 
 
 RAW_REJECTS_DTYPES = table_dtypes(tables.RAW_REJECTS)
+
+
+def _sql_literal(value: object) -> str:
+    if isinstance(value, str):
+        return "'" + value.replace("'", "''") + "'"
+    if isinstance(value, bool) or not isinstance(value, int | float):
+        raise ValueError(f"no SQL literal for landing rule value {value!r}")
+    return repr(value)
+
+
+def _length_sql(q: str, stats: dict) -> str:
+    bounds = [f"length({q}) >= {int(stats['min_value'])}"] if stats.get("min_value") is not None else []
+    if stats.get("max_value") is not None:
+        bounds.append(f"length({q}) <= {int(stats['max_value'])}")
+    return " AND ".join(bounds) or "true"
+
+
+# The SQL form of each Pandera check a landing column may carry: a predicate on a non-null value.
+SQL_CHECKS = {
+    "isin": lambda q, s: f"{q} IN ({', '.join(_sql_literal(v) for v in s['allowed_values'])})",
+    "greater_than": lambda q, s: f"{q} > {_sql_literal(s['min_value'])}",
+    "greater_than_or_equal_to": lambda q, s: f"{q} >= {_sql_literal(s['min_value'])}",
+    "less_than": lambda q, s: f"{q} < {_sql_literal(s['max_value'])}",
+    "less_than_or_equal_to": lambda q, s: f"{q} <= {_sql_literal(s['max_value'])}",
+    "str_length": lambda q, s: _length_sql(q, s),
+}
+
+
+def value_reasons_sql(spec: LandingTable, cast_failed: dict[str, str]) -> list[str]:
+    """One SQL expression per value rule of ``landing_schema(spec.name)``: the rule's reject reason
+    (``<column>: <Pandera's text of the check>``) when a row breaks it, else NULL.
+
+    They say what Pandera says of the same typed rows: a null value is only checked for being
+    allowed (``not_nullable``; a float NaN counts as null there, and is still compared, as the
+    largest value, by the other rules); a value whose cast failed (``cast_failed``: column → SQL
+    flag) is reported by the typing step alone. A rule with no SQL form is refused here.
+    """
+    schema = landing_schema(spec.name)
+    if schema.checks:
+        raise ValueError(f"raw.{spec.name}: table-wide Pandera checks have no SQL form")
+    kinds = {c.name: c.kind for c in spec.columns}
+    out: list[str] = []
+    for name, column in schema.columns.items():
+        q = '"' + name.replace('"', '""') + '"'
+        if not column.nullable:
+            null = f"{q} IS NULL OR isnan({q})" if kinds[name] == "float" else f"{q} IS NULL"
+            guard = f"NOT {cast_failed[name]} AND " if name in cast_failed else ""
+            out.append(f"CASE WHEN {guard}({null}) THEN {_sql_literal(f'{name}: not_nullable')} END")
+        for check in column.checks:
+            if check.name not in SQL_CHECKS:
+                raise ValueError(f"raw.{spec.name}.{name}: the Pandera check {check.name} has no SQL form")
+            predicate = SQL_CHECKS[check.name](q, check.statistics)
+            reason = _sql_literal(f"{name}: {check.error}")
+            out.append(f"CASE WHEN {q} IS NOT NULL AND NOT ({predicate}) THEN {reason} END")
+    return out
