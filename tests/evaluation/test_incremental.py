@@ -33,6 +33,15 @@ def _evaluation_metadata(instance, run_id) -> dict:
     raise AssertionError("evaluation_runs did not materialize")
 
 
+def _stored_check_metadata(instance, run_id) -> dict:
+    for record in instance.all_logs(run_id, of_type=dg.DagsterEventType.ASSET_CHECK_EVALUATION):
+        evaluation = record.dagster_event.event_specific_data
+        if evaluation.check_name == "stored_evaluation_runs_invariants":
+            assert evaluation.passed
+            return {k: v.value for k, v in evaluation.metadata.items()}
+    raise AssertionError("the stored evaluation_runs check did not run")
+
+
 def _rows(db) -> dict[str, list]:
     with duckdb.connect(str(db), read_only=True) as con:
         return {t: sorted(map(repr, con.execute(f"SELECT * FROM {t}").fetchall())) for t in EVALUATION_TABLES}
@@ -101,6 +110,8 @@ def test_a_day_of_new_landing_rows_is_evaluated_incrementally_as_a_full_evaluati
     report = _run(instance, incremental, tmp_path / "day2", STEPS[1])
     metadata = _evaluation_metadata(instance, report.run_id)
     assert metadata["evaluated"].startswith("incremental since run") and metadata["appended_versions"] > 0
+    # the table valid before, its rewritten decisions validated as written: it is valid as a whole
+    assert _stored_check_metadata(instance, report.run_id)["validated_at_write_by_run"] == report.run_id
     _forget_evaluation_state(full)
     _run(instance, full, tmp_path / "day2", STEPS[1])
     assert _rows(incremental) == _rows(full)
@@ -130,3 +141,21 @@ def test_a_hand_edited_evaluation_table_is_evaluated_in_full(tmp_path, landing, 
             "USING (run_id) WHERE r.is_primary"
         ).fetchall()[0]
     assert missing == 0
+
+
+def test_a_rewritten_run_sharing_its_id_with_another_decisions_stored_run_is_a_violation():
+    from tradingmem_assets.defs.evaluation.invariants import validate_runs
+
+    con = duckdb.connect()
+    row = (
+        "SELECT 'er_1' AS run_id, '{d}' AS decision_id, 'x' AS execution_id, 'p' AS profile_id, "
+        "1::BIGINT AS run_version, 'complete' AS status, false AS is_primary, NULL::TIMESTAMPTZ AS promoted_at, "
+        "TIMESTAMPTZ '2024-01-01' AS created_at, TIMESTAMPTZ '2024-01-01' AS known_at"
+    )
+    con.execute(f"CREATE TABLE written AS {row.format(d='d2')}")
+    con.execute(f"CREATE TABLE stored AS {row.format(d='d1')} UNION ALL SELECT * FROM written")
+    assert validate_runs(con, "written")[0].passed  # alone, the rewritten runs are fine
+    validation, _ = validate_runs(con, "written", stored="stored")
+    assert validation.failure_cases.select("column", "check", "failure_case").rows() == [
+        ("run_id", "field_uniqueness", "er_1")
+    ]

@@ -101,3 +101,18 @@ def test_a_broken_invariant_refuses_the_write_shows_a_failed_check_and_stops_dow
     assert built.query("SELECT * FROM main.evaluation_runs ORDER BY run_id").equals(before)  # rolled back
     ran = {e.step_key for e in result.all_events if e.event_type_value == "STEP_START"}
     assert "role_cases" not in ran  # the blocking check stopped what is downstream
+
+
+def test_a_table_stored_as_validated_is_not_read_again_until_written(built):
+    check = ("evaluation_runs", "stored_evaluation_runs_invariants")
+    evaluation = run_checks(built)[check]
+    assert evaluation.passed and evaluation.metadata["rows"].value == 0
+    assert evaluation.metadata["validated_at_write_by_run"].value
+    # a harmless hand edit: the invariants still hold, but the check reads every row again
+    tamper(
+        built,
+        "UPDATE main.evaluation_runs SET created_at = created_at + INTERVAL 1 SECOND WHERE run_version = 1",
+    )
+    evaluation = run_checks(built)[check]
+    assert evaluation.passed and "validated_at_write_by_run" not in evaluation.metadata
+    assert evaluation.metadata["rows"].value == built.rows("SELECT count(*) FROM main.evaluation_runs")[0][0]

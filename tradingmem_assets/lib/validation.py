@@ -14,7 +14,10 @@ import pandera.polars as pa
 import polars as pl
 from pandera.errors import SchemaError, SchemaErrors
 
+from tradingmem_assets.lib import tables
+from tradingmem_assets.lib.columns import table_dtypes
 from tradingmem_assets.lib.dtypes import as_utc
+from tradingmem_assets.lib.warehouse import ensure_table, storage_layout, table_exists
 
 FAILURE_CASES_DTYPES = pl.Schema(
     {"column": pl.String(), "check": pl.String(), "failure_case": pl.String(), "index": pl.Int64()}
@@ -183,3 +186,29 @@ def rule(rules: dict[str, Callable], name: str) -> Callable[[Callable], Callable
 def named_checks(rules: Mapping[str, Callable]) -> list[pa.Check]:
     """Frame-wide Pandera checks, one per ``{name: rule}``: the name is what a failure reports."""
     return [pa.Check(rule, name=name) for name, rule in rules.items()]
+
+
+def record_validated(con: duckdb.DuckDBPyConnection, table: str, run_id: str) -> None:
+    """Say that ``table``, as it is stored now, was validated whole by run ``run_id`` (call after
+    the write committed and only when every invariant of its stored check held over every row)."""
+    con.execute("CHECKPOINT")  # the layout is read from the stored blocks
+    layout = storage_layout(con, table)
+    ensure_table(con, tables.VALIDATED_LAYOUTS, pl.DataFrame(schema=table_dtypes(tables.VALIDATED_LAYOUTS)))
+    con.execute(f"DELETE FROM {tables.VALIDATED_LAYOUTS} WHERE table_name = ?", [table])
+    con.execute(f"INSERT INTO {tables.VALIDATED_LAYOUTS} VALUES (?, ?, ?)", [table, layout, run_id])
+
+
+def validated_by(con: duckdb.DuckDBPyConnection, table: str) -> str | None:
+    """The run that validated ``table`` whole as it is stored now (``record_validated``), or None:
+    never recorded, or written since, by a run or by hand (its storage layout differs)."""
+    if not table_exists(con, tables.VALIDATED_LAYOUTS):
+        return None
+    try:
+        con.execute("CHECKPOINT")
+    except duckdb.Error:  # another connection is writing: read the rows instead
+        return None
+    rows = con.execute(
+        f"SELECT run_id FROM {tables.VALIDATED_LAYOUTS} WHERE table_name = ? AND storage_layout = ?",
+        [table, storage_layout(con, table)],
+    ).fetchall()
+    return rows[0][0] if rows else None

@@ -24,6 +24,7 @@ from tradingmem_assets.lib.dagster_kit import (
     table_spec,
 )
 from tradingmem_assets.lib.tables import raw_key
+from tradingmem_assets.lib.validation import record_validated
 from tradingmem_assets.lib.warehouse import scalar, transaction
 
 RUNS_INVARIANTS_CHECK = "evaluation_runs_invariants"
@@ -90,12 +91,15 @@ def evaluation(context: dg.AssetExecutionContext, warehouse: WarehouseResource):
         # validated as written, before COMMIT: a broken invariant rolls the write back
         with transaction(con):
             written = incremental.write_runs(con, incremental=since is not None)
-            validation, _ = validate_runs(con, written)
+            # incremental: the rest of the table is as the last successful run left it, validated
+            validation, _ = validate_runs(con, written, None if since is None else tables.EVALUATION_RUNS)
             yield from refuse_write(
                 validation, "evaluation_runs", [(RUNS_INVARIANTS_CHECK, "evaluation_runs")]
             )
             append_components(con)
             incremental.record_basis(con, context.run_id, as_of)
+        # every run is valid now: the stored check need not read them again while none is written
+        record_validated(con, tables.EVALUATION_RUNS, context.run_id)
         touched = None
         if since is not None:
             touched = scalar(con, "SELECT count(*) FROM _ev_touched")

@@ -14,6 +14,7 @@ EVALUATION_CHECKS = stored_table_checks(
             "The stored runs: unique keys, known statuses, at most one primary run per decision.",
             EVALUATION_RUNS_INVARIANTS,
             validate_stored=lambda con, _at: validate_runs(con, tables.EVALUATION_RUNS),
+            validated_at_write=True,
         )
     ]
 )

@@ -73,10 +73,18 @@ EVALUATION_RUNS_INVARIANTS = pa.DataFrameSchema(
 )
 
 
-def validate_runs(con: duckdb.DuckDBPyConnection, relation: str) -> tuple[Validation, int]:
+def validate_runs(
+    con: duckdb.DuckDBPyConnection, relation: str, stored: str | None = None
+) -> tuple[Validation, int]:
     """Every invariant over ``relation`` (a run table), one decision bucket in Python at a time
     (each rule is per run or per decision; run ids shared across decisions are found in SQL), and
-    the rows validated."""
+    the rows validated. With ``stored``, the table ``relation``'s runs were just written into (in
+    place of every run of their decisions): a run id of theirs that a run of another decision
+    there also has is a failure too, so a table valid before stays valid as a whole."""
     frames = bucket_frames(con, relation, VALIDATED_COLUMNS, "decision_id", BUCKET_ROWS)
     validation, rows = validate_frames(EVALUATION_RUNS_INVARIANTS, frames)
-    return unique_across_buckets(con, relation, "run_id", "decision_id", validation), rows
+    validation = unique_across_buckets(con, relation, "run_id", "decision_id", validation)
+    if stored is not None:
+        sharing = f"(SELECT run_id, decision_id FROM {stored} WHERE run_id IN (SELECT run_id FROM {relation}))"
+        validation = unique_across_buckets(con, sharing, "run_id", "decision_id", validation)
+    return validation, rows

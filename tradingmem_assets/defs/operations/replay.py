@@ -44,7 +44,7 @@ from tradingmem_assets.defs.landing.invariants import LANDING_TABLES
 from tradingmem_assets.defs.operations.landing_state import LandingState
 from tradingmem_assets.lib import tables
 from tradingmem_assets.lib.dtypes import UTC_TS
-from tradingmem_assets.lib.warehouse import append_rows, ensure_table, table_exists
+from tradingmem_assets.lib.warehouse import append_rows, ensure_table, storage_layout, table_exists
 from tradingmem_assets.settings import Settings
 
 RUN_INPUTS_DTYPES = pl.Schema(
@@ -73,6 +73,7 @@ NOT_DERIVED = frozenset(
         tables.WAREHOUSE_RUNS,
         tables.RUN_INPUTS,
         tables.RUN_TABLE_STATES,
+        tables.VALIDATED_LAYOUTS,
         tables.EVALUATION_BASIS,
         tables.METHODOLOGY_CRON_RUNS,
         tables.LLM_USAGE,
@@ -146,16 +147,7 @@ def table_layouts(con: duckdb.DuckDBPyConnection) -> dict[str, str]:
         ).fetchall()
         if f"{schema}.{name}" not in NOT_DERIVED
     ]
-    layouts = {}
-    for name in names:
-        # the row count too: a DELETE leaves the column segments as they were until a vacuum
-        n, h = con.execute(
-            "SELECT count(*), coalesce(sum(hash(row_group_id, column_id, segment_id, count, block_id, "
-            f"block_offset, stats::VARCHAR)), 0)::VARCHAR FROM pragma_storage_info('{name}')"
-        ).fetchall()[0]
-        (rows,) = con.execute(f"SELECT count(*) FROM {name}").fetchall()[0]
-        layouts[name] = f"{rows}:{n}:{h}"
-    return layouts
+    return {name: storage_layout(con, name) for name in names}
 
 
 def storage_fingerprint(layouts: dict[str, str]) -> str:
