@@ -17,7 +17,7 @@ RECORDS = {
     "run_inputs",
     "run_table_states",
     "evaluation_basis",
-    "validated_layouts",
+    "validated_contents",
     "methodology_cron_runs",
     "llm_usage",
     "methodology_audit_reports",

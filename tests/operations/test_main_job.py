@@ -22,7 +22,7 @@ RUN_RECORDS = {
     "run_inputs",
     "run_table_states",
     "evaluation_basis",
-    "validated_layouts",
+    "validated_contents",
     "methodology_cron_runs",
     "methodology_audit_reports",
     "llm_usage",

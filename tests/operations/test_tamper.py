@@ -103,16 +103,31 @@ def test_a_broken_invariant_refuses_the_write_shows_a_failed_check_and_stops_dow
     assert "role_cases" not in ran  # the blocking check stopped what is downstream
 
 
+VALIDATED_AT_WRITE = {
+    ("evaluation_runs", "stored_evaluation_runs_invariants"): "main.evaluation_runs",
+    ("role_cases", "role_cases_invariants"): "raw.trade_executions",  # a table the invariants read
+    ("role_cases", "every_role_decision_exactly_once"): "raw.trade_executions",
+}
+
+
 def test_a_table_stored_as_validated_is_not_read_again_until_written(built):
-    check = ("evaluation_runs", "stored_evaluation_runs_invariants")
-    evaluation = run_checks(built)[check]
-    assert evaluation.passed and evaluation.metadata["rows"].value == 0
-    assert evaluation.metadata["validated_at_write_by_run"].value
-    # a harmless hand edit: the invariants still hold, but the check reads every row again
+    evaluations = run_checks(built)
+    for check in VALIDATED_AT_WRITE:
+        assert evaluations[check].passed and evaluations[check].metadata["rows"].value == 0, check
+        assert evaluations[check].metadata["validated_at_write_by_run"].value
+    # harmless hand edits: the invariants still hold, but the checks read every row again
     tamper(
         built,
         "UPDATE main.evaluation_runs SET created_at = created_at + INTERVAL 1 SECOND WHERE run_version = 1",
+        "UPDATE raw.trade_executions SET executed_at = executed_at WHERE false",  # no write at all
     )
-    evaluation = run_checks(built)[check]
-    assert evaluation.passed and "validated_at_write_by_run" not in evaluation.metadata
-    assert evaluation.metadata["rows"].value == built.rows("SELECT count(*) FROM main.evaluation_runs")[0][0]
+    evaluations = run_checks(built)
+    assert "validated_at_write_by_run" in evaluations[("role_cases", "role_cases_invariants")].metadata
+    # a value the invariants do not read: still a write to what they read
+    tamper(built, "UPDATE raw.trade_executions SET symbol = symbol || 'X' WHERE rowid = 0")
+    evaluations = run_checks(built)
+    for check in VALIDATED_AT_WRITE:
+        assert evaluations[check].passed, check
+        assert "validated_at_write_by_run" not in evaluations[check].metadata, check
+    runs = built.rows("SELECT count(*) FROM main.evaluation_runs")[0][0]
+    assert evaluations[("evaluation_runs", "stored_evaluation_runs_invariants")].metadata["rows"].value == runs

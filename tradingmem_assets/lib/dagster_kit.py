@@ -160,6 +160,18 @@ def markdown_counts(pairs) -> dg.MetadataValue:
     return dg.MetadataValue.md("\n".join(f"- `{k}`: {n}" for k, n in pairs) or "(none)")
 
 
+def validated_at_write_metadata(table: str, run_id: str) -> dict:
+    """A stored check's metadata when its table is stored exactly as validated (``validated_by``)."""
+    return {
+        "violations": 0,
+        "rows": 0,
+        "validated_at_write_by_run": run_id,
+        "note": f"{table} holds exactly what run {run_id} wrote after validating every row (the same "
+        "content digests, of it and of what its invariants read: no change since, by a run or by "
+        "hand): not validated again",
+    }
+
+
 def check_result(check_name: str, validation, asset_key: dg.AssetKey | None = None) -> dg.AssetCheckResult:
     """An asset check result from a ``lib.validation.Validation``, with its failures as metadata."""
     return dg.AssetCheckResult(
@@ -191,7 +203,8 @@ class StoredTableCheck:
     validate_stored: Callable[[duckdb.DuckDBPyConnection, datetime], tuple[Validation, int]] | None = None
     blocking: bool = True
     # True when the invariants read nothing but the table and its asset validates every row as it
-    # writes (``validation.record_validated``): a table stored exactly as validated is not read again
+    # writes (``validation.record_validated``): a table holding exactly what was validated is not
+    # validated again
     validated_at_write: bool = False
     # False while the asset is switched off by a process setting: then an absent table is expected
     enabled: Callable[[], bool] = lambda: True
@@ -257,15 +270,7 @@ def _stored_table_check(spec: StoredTableCheck) -> dg.AssetChecksDefinition:
                 by_run = validated_by(con, spec.stored_table) if spec.validated_at_write else None
                 if by_run is not None:
                     return dg.AssetCheckResult(
-                        passed=True,
-                        metadata={
-                            "violations": 0,
-                            "rows": 0,
-                            "validated_at_write_by_run": by_run,
-                            "note": f"{spec.stored_table} is stored exactly as run {by_run} wrote it after "
-                            "validating every row (same storage layout: no write since, by a run or by "
-                            "hand): not read again",
-                        },
+                        passed=True, metadata=validated_at_write_metadata(spec.stored_table, by_run)
                     )
                 validation, rows = spec.validation(con, built_at)
         except Exception as exc:  # a check that raises records no evaluation: report it as failed

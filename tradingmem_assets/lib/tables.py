@@ -71,7 +71,7 @@ METHODOLOGY_AUDIT_REPORTS = "main.methodology_audit_reports"
 WAREHOUSE_RUNS = "main.warehouse_runs"
 RUN_INPUTS = "main.run_inputs"
 RUN_TABLE_STATES = "main.run_table_states"
-VALIDATED_LAYOUTS = "main.validated_layouts"
+VALIDATED_CONTENTS = "main.validated_contents"
 # migration
 MIGRATION_BACKUPS = "main.migration_backups"
 MIGRATED_ROLE_CASES = "main.migrated_role_cases"

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
+from datetime import datetime
 
 import duckdb
 import pandera.polars as pa
@@ -17,7 +18,7 @@ from pandera.errors import SchemaError, SchemaErrors
 from tradingmem_assets.lib import tables
 from tradingmem_assets.lib.columns import table_dtypes
 from tradingmem_assets.lib.dtypes import as_utc
-from tradingmem_assets.lib.warehouse import ensure_table, storage_layout, table_exists
+from tradingmem_assets.lib.warehouse import ensure_table, table_exists
 
 FAILURE_CASES_DTYPES = pl.Schema(
     {"column": pl.String(), "check": pl.String(), "failure_case": pl.String(), "index": pl.Int64()}
@@ -188,27 +189,45 @@ def named_checks(rules: Mapping[str, Callable]) -> list[pa.Check]:
     return [pa.Check(rule, name=name) for name, rule in rules.items()]
 
 
-def record_validated(con: duckdb.DuckDBPyConnection, table: str, run_id: str) -> None:
+def _validated_state(
+    con: duckdb.DuckDBPyConnection, table: str, reads: Sequence[str], as_of: datetime | None
+) -> str:
+    """The content of ``table`` and of the tables its invariants also read (row count and sum of
+    row hashes each), and the instant they are checked at: while all are the same, so is every
+    invariant's verdict. A tenth of a validation's time: hashing never leaves DuckDB."""
+    digests = [
+        "{}:{}".format(*con.execute(f"SELECT count(*), sum(hash(t)::HUGEINT) FROM {name} t").fetchone())
+        for name in (table, *reads)
+    ]
+    return " ".join([*digests, *([as_of.isoformat()] if as_of is not None else [])])
+
+
+def record_validated(
+    con: duckdb.DuckDBPyConnection,
+    table: str,
+    run_id: str,
+    reads: Sequence[str] = (),
+    as_of: datetime | None = None,
+) -> None:
     """Say that ``table``, as it is stored now, was validated whole by run ``run_id`` (call after
-    the write committed and only when every invariant of its stored check held over every row)."""
-    con.execute("CHECKPOINT")  # the layout is read from the stored blocks
-    layout = storage_layout(con, table)
-    ensure_table(con, tables.VALIDATED_LAYOUTS, pl.DataFrame(schema=table_dtypes(tables.VALIDATED_LAYOUTS)))
-    con.execute(f"DELETE FROM {tables.VALIDATED_LAYOUTS} WHERE table_name = ?", [table])
-    con.execute(f"INSERT INTO {tables.VALIDATED_LAYOUTS} VALUES (?, ?, ?)", [table, layout, run_id])
+    the write committed, and only when every invariant of its stored checks held over every row;
+    ``reads``: the other tables those invariants read, ``as_of``: the instant they were checked at)."""
+    state = _validated_state(con, table, reads, as_of)
+    ensure_table(con, tables.VALIDATED_CONTENTS, pl.DataFrame(schema=table_dtypes(tables.VALIDATED_CONTENTS)))
+    con.execute(f"DELETE FROM {tables.VALIDATED_CONTENTS} WHERE table_name = ?", [table])
+    con.execute(f"INSERT INTO {tables.VALIDATED_CONTENTS} VALUES (?, ?, ?)", [table, state, run_id])
 
 
-def validated_by(con: duckdb.DuckDBPyConnection, table: str) -> str | None:
-    """The run that validated ``table`` whole as it is stored now (``record_validated``), or None:
-    never recorded, or written since, by a run or by hand (its storage layout differs)."""
-    if not table_exists(con, tables.VALIDATED_LAYOUTS):
-        return None
-    try:
-        con.execute("CHECKPOINT")
-    except duckdb.Error:  # another connection is writing: read the rows instead
+def validated_by(
+    con: duckdb.DuckDBPyConnection, table: str, reads: Sequence[str] = (), as_of: datetime | None = None
+) -> str | None:
+    """The run that validated ``table`` whole with the content it has now (``record_validated`` with
+    the same ``reads`` and ``as_of``), or None: never recorded, or one of the tables written since,
+    by a run or by hand, or another instant."""
+    if not table_exists(con, tables.VALIDATED_CONTENTS):
         return None
     rows = con.execute(
-        f"SELECT run_id FROM {tables.VALIDATED_LAYOUTS} WHERE table_name = ? AND storage_layout = ?",
-        [table, storage_layout(con, table)],
+        f"SELECT run_id FROM {tables.VALIDATED_CONTENTS} WHERE table_name = ? AND content_digest = ?",
+        [table, _validated_state(con, table, reads, as_of)],
     ).fetchall()
     return rows[0][0] if rows else None

@@ -98,7 +98,7 @@ def evaluation(context: dg.AssetExecutionContext, warehouse: WarehouseResource):
             )
             append_components(con)
             incremental.record_basis(con, context.run_id, as_of)
-        # every run is valid now: the stored check need not read them again while none is written
+        # every run is valid now: the stored check need not validate them again while they stay so
         record_validated(con, tables.EVALUATION_RUNS, context.run_id)
         touched = None
         if since is not None:

@@ -73,7 +73,7 @@ NOT_DERIVED = frozenset(
         tables.WAREHOUSE_RUNS,
         tables.RUN_INPUTS,
         tables.RUN_TABLE_STATES,
-        tables.VALIDATED_LAYOUTS,
+        tables.VALIDATED_CONTENTS,
         tables.EVALUATION_BASIS,
         tables.METHODOLOGY_CRON_RUNS,
         tables.LLM_USAGE,

@@ -16,7 +16,7 @@ import polars as pl
 from tradingmem_assets.defs.resources import WarehouseResource
 from tradingmem_assets.defs.role_memory import invariants as schemas
 from tradingmem_assets.defs.role_memory.admission import ROLE_CASES_DTYPES, admit, registry_frame
-from tradingmem_assets.defs.role_memory.chain import decision_coverage, with_chain
+from tradingmem_assets.defs.role_memory.chain import CHAIN_TABLES, decision_coverage, with_chain
 from tradingmem_assets.defs.role_memory.invariants import validate_relation
 from tradingmem_assets.defs.role_memory.llm_reflector import ChatClient, LLMReflector
 from tradingmem_assets.defs.role_memory.reasons import chain_eligible_sql
@@ -35,7 +35,7 @@ from tradingmem_assets.lib import tables
 from tradingmem_assets.lib.budget import BudgetTracker, ensure_usage_table
 from tradingmem_assets.lib.dagster_kit import table_asset, table_metadata
 from tradingmem_assets.lib.tables import raw_key
-from tradingmem_assets.lib.validation import Validation, validate
+from tradingmem_assets.lib.validation import Validation, record_validated, validate
 from tradingmem_assets.lib.warehouse import replace_table, scalar, table_exists, transaction
 from tradingmem_assets.settings import SETTINGS
 
@@ -146,6 +146,8 @@ def role_cases(context, con, registry, as_of) -> dg.MaterializeResult:
             raise _failure("role_cases", invariants, coverage)
         # recall must never see an eligibility that changed
         recall_index = rebuild_recall_index(con, keep_if_unchanged=True)
+    # both stored checks would validate what was just validated: they need not, while it is unchanged
+    record_validated(con, tables.ROLE_CASES, context.run_id, CHAIN_TABLES, as_of)
     total = scalar(con, "SELECT count(*) FROM main.role_cases")
     status = dict(con.execute("SELECT status, count(*) FROM main.role_cases GROUP BY status").fetchall())
     # rows this run changed or added: the stored rows whose content differed, plus new ones

@@ -27,6 +27,10 @@ FROM expected x FULL OUTER JOIN seen s ON s.decision_id = x.decision_id
 """
 
 
+# what the role-case invariants read besides the cases (their verdict holds while these do)
+CHAIN_TABLES = (tables.raw_table("trade_executions"), tables.raw_table("trading_decisions"))
+
+
 def with_chain(con: duckdb.DuckDBPyConnection, cases: str = tables.ROLE_CASES) -> duckdb.DuckDBPyRelation:
     """Cases with the source facts of their linked execution, read from ``raw.trade_executions``.
 

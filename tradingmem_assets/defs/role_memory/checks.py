@@ -14,11 +14,11 @@ import polars as pl
 
 from tradingmem_assets.defs.resources import WarehouseResource
 from tradingmem_assets.defs.role_memory import invariants as schemas
-from tradingmem_assets.defs.role_memory.chain import decision_coverage, with_chain
+from tradingmem_assets.defs.role_memory.chain import CHAIN_TABLES, decision_coverage, with_chain
 from tradingmem_assets.defs.role_memory.invariants import validate_relation
 from tradingmem_assets.lib import tables
-from tradingmem_assets.lib.dagster_kit import check_result
-from tradingmem_assets.lib.validation import Validation, validate
+from tradingmem_assets.lib.dagster_kit import check_result, validated_at_write_metadata
+from tradingmem_assets.lib.validation import Validation, validate, validated_by
 from tradingmem_assets.lib.warehouse import read_frame, table_exists
 
 ROLE_CASES_INVARIANTS_CHECK = "role_cases_invariants"
@@ -34,8 +34,12 @@ def _stored_check(
     description: str,
     validate_stored: Callable[[duckdb.DuckDBPyConnection, datetime], Validation],
     blocking: bool = True,
+    reads: tuple[str, ...] | None = None,
 ) -> dg.AssetChecksDefinition:
-    """A check of ``asset`` that validates what is stored, once ``table`` exists (else it fails)."""
+    """A check of ``asset`` that validates what is stored, once ``table`` exists (else it fails).
+    With ``reads`` (the other tables it reads), the asset validates the same as it writes and
+    records it (``validation.record_validated``): while none of them changed since, the check
+    does not validate them again."""
 
     @dg.asset_check(asset=asset, name=name, blocking=blocking, description=description)
     def _check(warehouse: WarehouseResource) -> dg.AssetCheckResult:
@@ -48,7 +52,15 @@ def _stored_check(
                         "error": dg.MetadataValue.text(f"{table} does not exist: materialize it first")
                     },
                 )
-            validation = validate_stored(con, warehouse.as_of_ts)
+            as_of = warehouse.as_of_ts
+            by_run = None if reads is None else validated_by(con, table, reads, as_of)
+            if by_run is not None:
+                return dg.AssetCheckResult(
+                    check_name=name,
+                    passed=True,
+                    metadata=validated_at_write_metadata(table, by_run),
+                )
+            validation = validate_stored(con, as_of)
         return check_result(name, validation)
 
     return _check
@@ -63,6 +75,7 @@ role_cases_invariants = _stored_check(
     lambda con, _as_of: validate_relation(
         schemas.ROLE_CASES_INVARIANTS, with_chain(con), schemas.ROLE_CASES_OPAQUE
     ),
+    reads=CHAIN_TABLES,
 )
 every_role_decision_exactly_once = _stored_check(
     ROLE_CASES_COVERAGE_CHECK,
@@ -70,6 +83,7 @@ every_role_decision_exactly_once = _stored_check(
     tables.ROLE_CASES,
     "Every decision that names a role has exactly one case, and nothing else has one.",
     lambda con, as_of: validate_relation(schemas.DECISION_COVERAGE_INVARIANTS, decision_coverage(con, as_of)),
+    reads=CHAIN_TABLES,
 )
 role_reflections_invariants = _stored_check(
     ROLE_REFLECTIONS_INVARIANTS_CHECK,
