@@ -219,6 +219,22 @@ def test_the_first_valid_row_of_a_key_wins_and_later_ones_are_duplicates(world: 
     assert [p for _, p in accepted] == sorted((p for _, p in accepted), key=lambda p: int(p[1:]))
 
 
+@pytest.mark.parametrize("extra", ["file_row_number", "__row_number", "__ragged_line", "Decision_ID"])
+def test_an_unknown_column_is_ignored_whatever_its_name(world: World, extra):
+    """Names the ingestion uses for itself, or a table column's in another case, are just unknown."""
+    import polars as pl
+
+    world.write("trading_decisions", [DECISION, {**DECISION, "decision_id": "d2", "direction": "up"}])
+    path = world.landing / "trading_decisions.parquet"
+    pl.read_parquet(path).with_columns(pl.lit("7").alias(extra)).write_parquet(path)
+    world.materialize(["raw/trading_decisions"])
+    assert world.rows("SELECT decision_id FROM raw.trading_decisions") == [("d1",)]
+    [(row, key, reason)] = rejects(world, "trading_decisions")
+    assert (row, key, reason) == (2, "d2", "direction: isin(['long', 'short'])")
+    raw_row = json.loads(world.rows("SELECT raw_row FROM raw_rejects")[0][0])
+    assert extra not in raw_row and raw_row["direction"] == "up"
+
+
 def test_a_landing_column_names_only_known_rules_and_vocabularies():
     from tradingmem_assets.defs.landing.invariants import parse_landing_tables
     from tradingmem_assets.lib import vocabulary

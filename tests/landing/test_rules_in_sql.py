@@ -63,8 +63,10 @@ def test_sql_value_rules_agree_with_pandera_on_edge_values(table):
     columns = {c.name: candidates(spec, c) for c in spec.columns}
     n = 4 * max(len(v) for v in columns.values())
     frame = pl.DataFrame(
-        {name: [values[i % len(values)] if i < len(values) else rng.choice(values) for i in range(n)]
-         for name, values in columns.items()},
+        {
+            name: [values[i % len(values)] if i < len(values) else rng.choice(values) for i in range(n)]
+            for name, values in columns.items()
+        },
         schema=spec.polars_schema(),
     )
     expected = pandera_reasons(spec, frame)

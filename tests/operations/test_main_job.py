@@ -55,7 +55,18 @@ def demo_run(tmp_path_factory):
     proc = subprocess.run(
         # one day: the warehouse is compared with one run at the same as_of below (record times,
         # created_at / updated_at / reflected_at and the profile snapshots, are the writing runs')
-        [sys.executable, "-m", "tradingmem_assets.cli", "demo", "--run", "--scale", "0.005", "--days", "1", "--json"],
+        [
+            sys.executable,
+            "-m",
+            "tradingmem_assets.cli",
+            "demo",
+            "--run",
+            "--scale",
+            "0.005",
+            "--days",
+            "1",
+            "--json",
+        ],
         cwd=root,
         env=env,
         capture_output=True,

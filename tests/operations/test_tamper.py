@@ -130,4 +130,6 @@ def test_a_table_stored_as_validated_is_not_read_again_until_written(built):
         assert evaluations[check].passed, check
         assert "validated_at_write_by_run" not in evaluations[check].metadata, check
     runs = built.rows("SELECT count(*) FROM main.evaluation_runs")[0][0]
-    assert evaluations[("evaluation_runs", "stored_evaluation_runs_invariants")].metadata["rows"].value == runs
+    assert (
+        evaluations[("evaluation_runs", "stored_evaluation_runs_invariants")].metadata["rows"].value == runs
+    )

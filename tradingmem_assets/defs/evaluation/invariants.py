@@ -85,6 +85,8 @@ def validate_runs(
     validation, rows = validate_frames(EVALUATION_RUNS_INVARIANTS, frames)
     validation = unique_across_buckets(con, relation, "run_id", "decision_id", validation)
     if stored is not None:
-        sharing = f"(SELECT run_id, decision_id FROM {stored} WHERE run_id IN (SELECT run_id FROM {relation}))"
+        sharing = (
+            f"(SELECT run_id, decision_id FROM {stored} WHERE run_id IN (SELECT run_id FROM {relation}))"
+        )
         validation = unique_across_buckets(con, sharing, "run_id", "decision_id", validation)
     return validation, rows

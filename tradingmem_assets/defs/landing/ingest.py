@@ -126,28 +126,40 @@ def _quoted(name: str) -> str:
 
 
 @contextmanager
-def _source(con: duckdb.DuckDBPyConnection, path: Path) -> Iterator[list[str]]:
-    """The landing file as the relation ``_tm_landing`` (its rows numbered from 1 in ``__row_number``);
-    yields the file's column names."""
+def _source(con: duckdb.DuckDBPyConnection, path: Path, spec: LandingTable) -> Iterator[list[str]]:
+    """The landing file as the relation ``_tm_landing``: its columns of the table (unknown ones
+    are left out, whatever their name), a ragged CSV line's text and reason, and each row's number
+    from 1 in ``__row_number``. Yields the file's column names."""
+    wanted = set(spec.column_names)
     if path.suffix == ".csv":
         frame = read_landing_csv(path)
-        con.register(SOURCE, frame.with_row_index(ROW, offset=1).with_columns(pl.col(ROW).cast(pl.Int64)))
-        try:
-            yield frame.columns
-        finally:
-            con.unregister(SOURCE)
-        return
-    literal = "'" + str(path).replace("'", "''") + "'"
-    with _reading(path):
-        con.execute(
-            f"CREATE OR REPLACE TEMP VIEW {SOURCE} AS SELECT file_row_number + 1 AS {ROW}, "
-            f"* EXCLUDE (file_row_number) FROM read_parquet({literal}, file_row_number = true)"
-        )
-        columns = [r[0] for r in con.execute(f"DESCRIBE {SOURCE}").fetchall() if r[0] != ROW]
+        columns = frame.columns
+        wanted |= {RAGGED, RAGGED + "_reason"}  # set by the reader (_read_ragged_csv) only
+    else:
+        literal = "'" + str(path).replace("'", "''") + "'"
+        with _reading(path):
+            columns = [
+                r[0] for r in con.execute(f"DESCRIBE SELECT * FROM read_parquet({literal})").fetchall()
+            ]
+        if "file_row_number" not in columns:  # else DuckDB's row number option would collide
+            kept = ", ".join(_quoted(c) for c in columns if c in wanted)
+            con.execute(
+                f"CREATE OR REPLACE TEMP VIEW {SOURCE} AS SELECT file_row_number + 1 AS {ROW}"
+                f"{', ' if kept else ''}{kept} FROM read_parquet({literal}, file_row_number = true)"
+            )
+            try:
+                yield columns
+            finally:
+                con.execute(f"DROP VIEW IF EXISTS {SOURCE}")
+            return
+        with _reading(path):
+            frame = pl.read_parquet(path, columns=[c for c in columns if c in wanted])
+    numbered = frame.select(c for c in frame.columns if c in wanted).with_row_index(ROW, offset=1)
+    con.register(SOURCE, numbered.with_columns(pl.col(ROW).cast(pl.Int64)))
     try:
         yield columns
     finally:
-        con.execute(f"DROP VIEW IF EXISTS {SOURCE}")
+        con.unregister(SOURCE)
 
 
 def _typing_sql(spec: LandingTable, present: set[str], ragged: bool) -> str:
@@ -183,7 +195,7 @@ def _typing_sql(spec: LandingTable, present: set[str], ragged: bool) -> str:
     if reasons:
         listed = f"list_filter([{', '.join(reasons)}]::VARCHAR[], lambda x: x IS NOT NULL)"
     if ragged:  # a ragged line's values are null: its one reason is the line's shape
-        listed = f'CASE WHEN {RAGGED} IS NOT NULL THEN [{RAGGED}_reason] ELSE {listed} END'
+        listed = f"CASE WHEN {RAGGED} IS NOT NULL THEN [{RAGGED}_reason] ELSE {listed} END"
     inner = ", ".join(typed + flags + carried)
     return (
         f"SELECT {', '.join([ROW, *map(_quoted, spec.column_names)])}, {listed} AS __reasons "
@@ -201,21 +213,21 @@ def ingest_into(con: duckdb.DuckDBPyConnection, landing_dir: Path, table: str) -
     if path is None:
         replace_table(con, raw, spec.empty())
         return IngestResult(table, None, 0, 0, pl.DataFrame(schema=RAW_REJECTS_DTYPES), ())
-    with _source(con, path) as columns:
+    with _source(con, path, spec) as columns:
         present = set(columns) & set(spec.column_names)
         missing = tuple(c.name for c in spec.columns if c.name not in present)
         required_missing = [c.name for c in spec.columns if c.name in missing and not c.nullable]
         rows_read = scalar(con, f"SELECT count(*) FROM {SOURCE}")
+        ragged = path.suffix == ".csv" and {RAGGED, RAGGED + "_reason"} <= set(columns)
         if required_missing and rows_read:
             raise LandingFileError(
-                f"landing file {path} lacks required column(s) {', '.join(required_missing)} "
-                f"of table {table}"
+                f"landing file {path} lacks required column(s) {', '.join(required_missing)} of table {table}"
             )
         try:
             # the Parquet file is scanned here: a corrupt page fails the file, not the code
             with _reading(path, (duckdb.IOException, duckdb.InvalidInputException)):
-                accepted = _split(con, spec, raw, present, ragged=RAGGED in columns)
-                rejects = _rejects(con, spec, present, str(path), ragged=RAGGED in columns)
+                accepted = _split(con, spec, raw, present, ragged)
+                rejects = _rejects(con, spec, present, str(path), ragged)
         finally:
             con.execute(f"DROP TABLE IF EXISTS {TYPED}")
             con.execute(f"DROP TABLE IF EXISTS {REJECTED}")
