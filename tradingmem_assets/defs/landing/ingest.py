@@ -6,10 +6,10 @@ every reason that applies, so ``rows_read == accepted + rejected`` always holds.
 The work is set-based, in the warehouse's DuckDB: a Parquet file is scanned where it lies
 (``read_parquet``, numbered by its file row), a CSV is read as text by Polars (a ragged line is
 kept, numbered, to be rejected with its raw text) and scanned from there. One ``TRY_CAST`` pass
-types every column and flags what did not survive the cast; the value rules are the checks of the
-Pandera schema ``invariants.landing_schema`` translated to SQL (``invariants.check_sql``: the same
-reason text, the same treatment of nulls and NaN); among otherwise valid rows the first row of a
-key wins and the later ones are ``duplicate_key``. Only the rejected rows come back to Python,
+types every column and flags what did not survive the cast; the value rules are the checks of
+the Pandera schema ``invariants.landing_schema`` translated to SQL (``value_reasons_sql``: the
+same reason text, the same treatment of nulls and NaN); among otherwise valid rows the first row
+of a key wins and the later ones are ``duplicate_key``. Only the rejected rows come back to Python,
 where their raw values are written as JSON.
 """
 
@@ -271,10 +271,9 @@ def _rejects(
         return pl.DataFrame(schema=RAW_REJECTS_DTYPES)
     value_cols = [c for c in spec.column_names if c in present]
     carried = [RAGGED] if ragged else []
+    selected = ", ".join([f"r.{ROW}", "r.reason", *(f"l.{_quoted(c)}" for c in value_cols + carried)])
     bad = read_frame(
-        con,
-        f"SELECT r.{ROW}, r.reason, {', '.join(f'l.{_quoted(c)}' for c in value_cols + carried)} "
-        f"FROM {REJECTED} r JOIN {SOURCE} l USING ({ROW}) ORDER BY r.{ROW}",
+        con, f"SELECT {selected} FROM {REJECTED} r JOIN {SOURCE} l USING ({ROW}) ORDER BY r.{ROW}"
     )
     key_cols = [c for c in spec.key if c in value_cols]
     row_key = (
