@@ -19,6 +19,11 @@ def sql_literal(text: str) -> str:
     return "'" + text.replace("'", "''") + "'"
 
 
+def sql_identifier(name: str) -> str:
+    """A quoted SQL identifier (a column name as given, whatever its characters or case)."""
+    return '"' + name.replace('"', '""') + '"'
+
+
 def json_number(expr: str) -> str:
     """A DOUBLE as canonical JSON: shortest round-trip digits, plain between 1e-5 and 1e16."""
     return (

@@ -99,18 +99,6 @@ def table_columns(con: duckdb.DuckDBPyConnection, qualified: str) -> list[str]:
     return [r[0] for r in rows]
 
 
-def storage_layout(con: duckdb.DuckDBPyConnection, qualified: str) -> str:
-    """A digest of how a table is stored (read after a CHECKPOINT: it reads the stored blocks; an
-    insert or update rewrites them, and the row count covers a delete, which leaves the column
-    segments as they were until a vacuum)."""
-    ((segments, digest, rows),) = con.execute(
-        "SELECT count(*), coalesce(sum(hash(row_group_id, column_id, segment_id, count, block_id, "
-        f"block_offset, stats::VARCHAR)), 0)::VARCHAR, (SELECT count(*) FROM {qualified}) "
-        f"FROM pragma_storage_info('{qualified}')"
-    ).fetchall()
-    return f"{rows}:{segments}:{digest}"
-
-
 def read_frame(
     con: duckdb.DuckDBPyConnection, sql: str, params: Sequence | Mapping[str, object] | None = None
 ) -> pl.DataFrame:

@@ -27,6 +27,7 @@ import numpy as np
 import pyarrow as pa
 
 from tradingmem_assets.lib import tables
+from tradingmem_assets.lib.sql_json import sql_identifier
 
 HASH_FORMAT = "tradingmem/table_hash/v1"
 
@@ -55,10 +56,6 @@ class TablesDigest:
         """The tables whose digest differs between two hashes of the same set."""
         names = list(dict.fromkeys([*self.tables, *other.tables]))
         return [t for t in names if self.tables.get(t) != other.tables.get(t)]
-
-
-def _quote(name: str) -> str:
-    return '"' + name.replace('"', '""') + '"'
 
 
 def _split(qualified: str) -> tuple[str, str]:
@@ -98,8 +95,8 @@ def table_sha256(con: duckdb.DuckDBPyConnection, qualified: str) -> tuple[str, i
     con.execute("SET TimeZone = 'UTC'")  # timestamps with time zone serialize in UTC, always
     header = "\n".join([HASH_FORMAT, f"{schema}.{name}", *(f"{c}\t{t}" for c, t in columns)]) + "\n"
     hasher = hashlib.sha256(header.encode())
-    values = ", ".join(_quote(c) for c, _ in columns)
-    sql = f"SELECT unhex(sha256(to_json(row({values})))) AS h FROM {_quote(schema)}.{_quote(name)} ORDER BY h"
+    values = ", ".join(sql_identifier(c) for c, _ in columns)
+    sql = f"SELECT unhex(sha256(to_json(row({values})))) AS h FROM {sql_identifier(schema)}.{sql_identifier(name)} ORDER BY h"
     rows = 0
     for batch in con.sql(sql).to_arrow_reader(_BATCH_ROWS):
         rows += _update_with_binary_column(hasher, batch.column(0))

@@ -33,6 +33,7 @@ from tradingmem_assets.defs.landing.invariants import (
     value_reasons_sql,
 )
 from tradingmem_assets.lib import tables
+from tradingmem_assets.lib.sql_json import sql_identifier, sql_literal
 from tradingmem_assets.lib.warehouse import append_rows, read_frame, replace_table, scalar
 
 ROW = "__row_number"
@@ -121,10 +122,6 @@ def _read_ragged_csv(path: Path) -> pl.DataFrame:
     )
 
 
-def _quoted(name: str) -> str:
-    return '"' + name.replace('"', '""') + '"'
-
-
 @contextmanager
 def _source(con: duckdb.DuckDBPyConnection, path: Path, spec: LandingTable) -> Iterator[list[str]]:
     """The landing file as the relation ``_tm_landing``: its columns of the table (unknown ones
@@ -136,13 +133,13 @@ def _source(con: duckdb.DuckDBPyConnection, path: Path, spec: LandingTable) -> I
         columns = frame.columns
         wanted |= {RAGGED, RAGGED + "_reason"}  # set by the reader (_read_ragged_csv) only
     else:
-        literal = "'" + str(path).replace("'", "''") + "'"
+        literal = sql_literal(str(path))
         with _reading(path):
             columns = [
                 r[0] for r in con.execute(f"DESCRIBE SELECT * FROM read_parquet({literal})").fetchall()
             ]
         if "file_row_number" not in columns:  # else DuckDB's row number option would collide
-            kept = ", ".join(_quoted(c) for c in columns if c in wanted)
+            kept = ", ".join(sql_identifier(c) for c in columns if c in wanted)
             con.execute(
                 f"CREATE OR REPLACE TEMP VIEW {SOURCE} AS SELECT file_row_number + 1 AS {ROW}"
                 f"{', ' if kept else ''}{kept} FROM read_parquet({literal}, file_row_number = true)"
@@ -166,7 +163,7 @@ def _typing_sql(spec: LandingTable, present: set[str], ragged: bool) -> str:
     """Every row of the file, typed, with the list of reasons it is refused for (empty if none)."""
     typed, failed = [ROW], []
     for col in spec.columns:
-        q = _quoted(col.name)
+        q = sql_identifier(col.name)
         if col.name not in present:
             typed.append(f"CAST(NULL AS {DUCKDB_TYPES[col.kind]}) AS {q}")
             continue
@@ -184,13 +181,13 @@ def _typing_sql(spec: LandingTable, present: set[str], ragged: bool) -> str:
             cast = f"TRY_CAST({q} AS {DUCKDB_TYPES[col.kind]})"
             typed.append(f"{cast} AS {q}")
             failed.append((col.name, f"{q} IS NOT NULL AND {cast} IS NULL", "bad_type"))
-    flags = [f"({cond}) AS {_quoted('__failed_' + name)}" for name, cond, _ in failed]
+    flags = [f"({cond}) AS {sql_identifier('__failed_' + name)}" for name, cond, _ in failed]
     carried = [RAGGED, RAGGED + "_reason"] if ragged else []
     # a value that failed its cast is null now: its not-null failure is the same problem, said once
     failed_names = {name for name, _, _ in failed}
     reasons = [
-        f"CASE WHEN {_quoted('__failed_' + name)} THEN '{tag}:{name}' END" for name, _, tag in failed
-    ] + value_reasons_sql(spec, cast_failed={n: _quoted("__failed_" + n) for n in failed_names})
+        f"CASE WHEN {sql_identifier('__failed_' + name)} THEN '{tag}:{name}' END" for name, _, tag in failed
+    ] + value_reasons_sql(spec, cast_failed={n: sql_identifier("__failed_" + n) for n in failed_names})
     listed = "[]::VARCHAR[]"
     if reasons:
         listed = f"list_filter([{', '.join(reasons)}]::VARCHAR[], lambda x: x IS NOT NULL)"
@@ -198,7 +195,7 @@ def _typing_sql(spec: LandingTable, present: set[str], ragged: bool) -> str:
         listed = f"CASE WHEN {RAGGED} IS NOT NULL THEN [{RAGGED}_reason] ELSE {listed} END"
     inner = ", ".join(typed + flags + carried)
     return (
-        f"SELECT {', '.join([ROW, *map(_quoted, spec.column_names)])}, {listed} AS __reasons "
+        f"SELECT {', '.join([ROW, *map(sql_identifier, spec.column_names)])}, {listed} AS __reasons "
         f"FROM (SELECT {inner} FROM {SOURCE})"
     )
 
@@ -241,7 +238,7 @@ def _split(
     """Type every row (``_tm_landing_typed``), decide the rejected ones with their reasons
     (``_tm_landing_rejected``) and write the others to ``raw``, in file order; the rows accepted."""
     con.execute(f"CREATE OR REPLACE TEMP TABLE {TYPED} AS {_typing_sql(spec, present, ragged)}")
-    key = ", ".join(map(_quoted, spec.key))
+    key = ", ".join(map(sql_identifier, spec.key))
     # among rows that are otherwise valid, the first occurrence of a key wins
     con.execute(
         f"""
@@ -255,7 +252,7 @@ def _split(
         ) WHERE nth > 1
         """
     )
-    columns = ", ".join(map(_quoted, spec.column_names))
+    columns = ", ".join(map(sql_identifier, spec.column_names))
     con.execute(
         f"CREATE OR REPLACE TABLE {raw} AS SELECT {columns} FROM {TYPED} "
         f"ANTI JOIN {REJECTED} USING ({ROW}) ORDER BY {ROW}"
@@ -271,7 +268,7 @@ def _rejects(
         return pl.DataFrame(schema=RAW_REJECTS_DTYPES)
     value_cols = [c for c in spec.column_names if c in present]
     carried = [RAGGED] if ragged else []
-    selected = ", ".join([f"r.{ROW}", "r.reason", *(f"l.{_quoted(c)}" for c in value_cols + carried)])
+    selected = ", ".join([f"r.{ROW}", "r.reason", *(f"l.{sql_identifier(c)}" for c in value_cols + carried)])
     bad = read_frame(
         con, f"SELECT {selected} FROM {REJECTED} r JOIN {SOURCE} l USING ({ROW}) ORDER BY r.{ROW}"
     )

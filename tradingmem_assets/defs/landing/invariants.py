@@ -19,6 +19,7 @@ import polars as pl
 from tradingmem_assets.lib import tables
 from tradingmem_assets.lib import vocabulary as v
 from tradingmem_assets.lib.columns import table_dtypes
+from tradingmem_assets.lib.sql_json import sql_identifier, sql_literal
 
 Kind = Literal["str", "int", "float", "bool", "ts", "date", "json_list", "json_object"]
 
@@ -150,7 +151,7 @@ RAW_REJECTS_DTYPES = table_dtypes(tables.RAW_REJECTS)
 
 def _sql_literal(value: object) -> str:
     if isinstance(value, str):
-        return "'" + value.replace("'", "''") + "'"
+        return sql_literal(value)
     if isinstance(value, bool) or not isinstance(value, int | float):
         raise ValueError(f"no SQL literal for landing rule value {value!r}")
     return repr(value)
@@ -189,15 +190,15 @@ def value_reasons_sql(spec: LandingTable, cast_failed: dict[str, str]) -> list[s
     kinds = {c.name: c.kind for c in spec.columns}
     out: list[str] = []
     for name, column in schema.columns.items():
-        q = '"' + name.replace('"', '""') + '"'
+        q = sql_identifier(name)
         if not column.nullable:
             null = f"{q} IS NULL OR isnan({q})" if kinds[name] == "float" else f"{q} IS NULL"
             guard = f"NOT {cast_failed[name]} AND " if name in cast_failed else ""
-            out.append(f"CASE WHEN {guard}({null}) THEN {_sql_literal(f'{name}: not_nullable')} END")
+            out.append(f"CASE WHEN {guard}({null}) THEN {sql_literal(f'{name}: not_nullable')} END")
         for check in column.checks:
             if check.name not in SQL_CHECKS:
                 raise ValueError(f"raw.{spec.name}.{name}: the Pandera check {check.name} has no SQL form")
             predicate = SQL_CHECKS[check.name](q, check.statistics)
-            reason = _sql_literal(f"{name}: {check.error}")
+            reason = sql_literal(f"{name}: {check.error}")
             out.append(f"CASE WHEN {q} IS NOT NULL AND NOT ({predicate}) THEN {reason} END")
     return out

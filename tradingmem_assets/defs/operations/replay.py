@@ -44,7 +44,7 @@ from tradingmem_assets.defs.landing.invariants import LANDING_TABLES
 from tradingmem_assets.defs.operations.landing_state import LandingState
 from tradingmem_assets.lib import tables
 from tradingmem_assets.lib.dtypes import UTC_TS
-from tradingmem_assets.lib.warehouse import append_rows, ensure_table, storage_layout, table_exists
+from tradingmem_assets.lib.warehouse import append_rows, ensure_table, table_exists
 from tradingmem_assets.settings import Settings
 
 RUN_INPUTS_DTYPES = pl.Schema(
@@ -136,6 +136,18 @@ def table_fingerprints(
     return out
 
 
+def _storage_layout(con: duckdb.DuckDBPyConnection, qualified: str) -> str:
+    """A digest of how a table is stored (read after a CHECKPOINT: it reads the stored blocks; an
+    insert or update rewrites them, and the row count covers a delete, which leaves the column
+    segments as they were until a vacuum)."""
+    ((segments, digest, rows),) = con.execute(
+        "SELECT count(*), coalesce(sum(hash(row_group_id, column_id, segment_id, count, block_id, "
+        f"block_offset, stats::VARCHAR)), 0)::VARCHAR, (SELECT count(*) FROM {qualified}) "
+        f"FROM pragma_storage_info('{qualified}')"
+    ).fetchall()
+    return f"{rows}:{segments}:{digest}"
+
+
 def table_layouts(con: duckdb.DuckDBPyConnection) -> dict[str, str]:
     """The storage layout of every derived table, by name (read after a checkpoint: it reads stored
     blocks; an insert or update rewrites them, a delete changes the row count)."""
@@ -147,7 +159,7 @@ def table_layouts(con: duckdb.DuckDBPyConnection) -> dict[str, str]:
         ).fetchall()
         if f"{schema}.{name}" not in NOT_DERIVED
     ]
-    return {name: storage_layout(con, name) for name in names}
+    return {name: _storage_layout(con, name) for name in names}
 
 
 def storage_fingerprint(layouts: dict[str, str]) -> str:
