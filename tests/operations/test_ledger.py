@@ -17,6 +17,7 @@ RECORDS = {
     "run_inputs",
     "run_table_states",
     "evaluation_basis",
+    "role_cases_basis",
     "validated_contents",
     "methodology_cron_runs",
     "llm_usage",

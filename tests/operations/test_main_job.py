@@ -22,6 +22,7 @@ RUN_RECORDS = {
     "run_inputs",
     "run_table_states",
     "evaluation_basis",
+    "role_cases_basis",
     "validated_contents",
     "methodology_cron_runs",
     "methodology_audit_reports",

@@ -4,7 +4,9 @@ A run "after one more day of landing data" (SPEC section 14) reads landing files
 rows of that day. The demo world is written once, up to its anchor; these are the files as they
 stood at an earlier instant: each Parquet file whose rows arrive by an instant of their own keeps
 the rows stamped at or before it, the others are copied whole (their rows carry no arrival
-instant, or, for the CSV files, a cut would rewrite the text the landing reads).
+instant, or, for the CSV files, a cut would rewrite the text the landing reads). A position's row
+is the only one that changes after it arrives: it is kept as it stood then, still open when it
+closed later.
 """
 
 from __future__ import annotations
@@ -44,6 +46,15 @@ def last_weekday(anchor: datetime) -> tuple[datetime, datetime]:
     return end - timedelta(days=1), end
 
 
+def positions_as_known(positions: pl.LazyFrame, until: datetime) -> pl.LazyFrame:
+    """Position rows as they stood at ``until``: one that closed later was still open then."""
+    later = pl.col("closed_at") > until
+    return positions.with_columns(
+        pl.when(later).then(pl.lit("open")).otherwise(pl.col("status")).alias("status"),
+        *(pl.when(later).then(None).otherwise(pl.col(c)).alias(c) for c in ("closed_at", "realized_pnl")),
+    )
+
+
 def landing_until(source: Path, target: Path, until: datetime) -> dict[str, int]:
     """Write ``target`` as the landing folder ``source`` stood at ``until``; the rows kept per file."""
     shutil.rmtree(target, ignore_errors=True)
@@ -57,7 +68,10 @@ def landing_until(source: Path, target: Path, until: datetime) -> dict[str, int]
             shutil.copy(path, target / path.name)
             continue
         # a row without its instant is kept: the landing rejects it, on both days alike
-        frame = scan.filter(pl.col(column).is_null() | (pl.col(column) <= until)).collect()
+        frame = scan.filter(pl.col(column).is_null() | (pl.col(column) <= until))
+        if table == "position_lifecycles":
+            frame = positions_as_known(frame, until)
+        frame = frame.collect()
         frame.write_parquet(target / path.name)
         kept[table] = frame.height
     return kept

@@ -30,6 +30,7 @@ EXECUTION_CHAIN = ("trading_decisions", "trade_previews", "preview_consumptions"
 # evaluation
 EVALUATION_RUNS = "main.evaluation_runs"
 EVALUATION_BASIS = "main.evaluation_basis"
+ROLE_CASES_BASIS = "main.role_cases_basis"
 EVALUATION_COMPONENTS = "main.evaluation_components"
 EVALUATION_PRIMARIES = "main.evaluation_primaries"
 # role memory

@@ -15,6 +15,7 @@ from tradingmem_assets.defs.evaluation.scoring import (
 from tradingmem_assets.defs.operations.ledger import learning_bound
 from tradingmem_assets.defs.resources import WarehouseResource
 from tradingmem_assets.lib import tables
+from tradingmem_assets.lib.basis import holds, latest_basis, record_basis
 from tradingmem_assets.lib.dagster_kit import (
     DUCKDB_ONLY,
     blocking_check,
@@ -78,13 +79,13 @@ def evaluation(context: dg.AssetExecutionContext, warehouse: WarehouseResource):
                 check_primary_profiles(roles, profiles)
             except EvaluationConfigError as exc:
                 raise dg.Failure(description=str(exc)) from exc
-        basis = incremental.latest_basis(con)
+        basis = latest_basis(con, tables.EVALUATION_BASIS, incremental.EVALUATION_VISIBLE)
         since = None
         if (
             basis is not None
             and basis.as_of <= as_of
             and warehouse.unchanged.as_left_by(con, basis.run_id, incremental.EVALUATION_TABLES)
-            and incremental.holds(con, basis)
+            and holds(con, basis, incremental.EVALUATION_VISIBLE)
         ):
             since = basis.as_of
         evaluate(con, roles, as_of, learning_bound(con), since=since)
@@ -97,7 +98,7 @@ def evaluation(context: dg.AssetExecutionContext, warehouse: WarehouseResource):
                 validation, "evaluation_runs", [(RUNS_INVARIANTS_CHECK, "evaluation_runs")]
             )
             append_components(con)
-            incremental.record_basis(con, context.run_id, as_of)
+            record_basis(con, tables.EVALUATION_BASIS, incremental.EVALUATION_VISIBLE, context.run_id, as_of)
         # every run is valid now: the stored check need not validate them again while they stay so
         record_validated(con, tables.EVALUATION_RUNS, context.run_id)
         touched = None

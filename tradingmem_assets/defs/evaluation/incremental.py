@@ -1,25 +1,20 @@
 """Incremental evaluation (see ``scoring``'s docstring): whether the past an evaluation saw is
 unchanged, which decisions a later ``as_of`` can change, and storing their rows in place.
 
-The *basis* of an evaluation at ``as_of`` is, per raw table the pipeline reads, a digest of the
-rows it could see (those stamped at or before ``as_of``; all benchmark profiles). It is stored with the
-evaluation's write (``evaluation_basis``, in the same transaction). A later evaluation is
-incremental when the basis holds now, so the landing files may have grown (one more day of
-data) or been rewritten, as long as nothing at or before that ``as_of`` changed, and the
+The *basis* of an evaluation at ``as_of`` (``lib.basis``) is, per raw table the pipeline reads, a
+digest of the rows it could see (those stamped at or before ``as_of``; all benchmark profiles). It
+is stored with the evaluation's write (``evaluation_basis``, in the same transaction). A later
+evaluation is incremental when the basis holds now, so the landing files may have grown (one more
+day of data) or been rewritten, as long as nothing at or before that ``as_of`` changed, and the
 evaluation tables are exactly as the run that wrote the basis left them.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-from datetime import datetime
-
 import duckdb
-import polars as pl
 
 from tradingmem_assets.lib import tables
-from tradingmem_assets.lib.columns import table_dtypes
-from tradingmem_assets.lib.warehouse import replace_table, table_exists
+from tradingmem_assets.lib.basis import visible_rows
 
 # what the evaluation pipeline reads of each raw table: the rows stamped by this column (None: all)
 VISIBLE_BY = {
@@ -31,57 +26,10 @@ VISIBLE_BY = {
     "evaluation_promotions": "promoted_at",
     "benchmark_profiles": None,
 }
+# the basis (``lib.basis``): the rows of each of those tables the evaluation could see
+EVALUATION_VISIBLE = {table: visible_rows(tables.raw_table(table), column) for table, column in VISIBLE_BY.items()}
 EVALUATION_TABLES = (tables.EVALUATION_RUNS, tables.EVALUATION_PRIMARIES, tables.EVALUATION_COMPONENTS)
-BASIS_DTYPES = table_dtypes(tables.EVALUATION_BASIS)
 WRITTEN = "_ev_written"  # the runs an incremental evaluation wrote (the touched decisions')
-
-
-@dataclass(frozen=True)
-class Basis:
-    """The latest stored basis: the run that wrote it, its ``as_of`` and a digest per raw table."""
-
-    run_id: str
-    as_of: datetime
-    digests: dict[str, str]
-
-
-def _digests(con: duckdb.DuckDBPyConnection, as_of: datetime) -> dict[str, str]:
-    out = {}
-    for table, column in VISIBLE_BY.items():
-        where = f"WHERE {column} <= $as_of" if column else ""
-        ((digest,),) = con.execute(
-            "SELECT count(*)::VARCHAR || ':' || coalesce(sum(hash(t)::HUGEINT), 0)::VARCHAR "
-            f"FROM {tables.raw_table(table)} t {where}",
-            {"as_of": as_of} if column else {},
-        ).fetchall()
-        out[table] = digest
-    return out
-
-
-def record_basis(con: duckdb.DuckDBPyConnection, run_id: str, as_of: datetime) -> None:
-    """Store what this evaluation saw (call in the transaction that writes the evaluation)."""
-    rows = pl.DataFrame(
-        [(run_id, as_of, table, digest) for table, digest in _digests(con, as_of).items()],
-        schema=BASIS_DTYPES,
-        orient="row",
-    )
-    replace_table(con, tables.EVALUATION_BASIS, rows)  # the latest basis is the only one used
-
-
-def latest_basis(con: duckdb.DuckDBPyConnection) -> Basis | None:
-    if not table_exists(con, tables.EVALUATION_BASIS):
-        return None
-    rows = con.execute(
-        f"SELECT run_id, as_of, table_name, visible_digest FROM {tables.EVALUATION_BASIS}"
-    ).fetchall()
-    if len({(r[0], r[1]) for r in rows}) != 1 or {r[2] for r in rows} != set(VISIBLE_BY):
-        return None
-    return Basis(run_id=rows[0][0], as_of=rows[0][1], digests={r[2]: r[3] for r in rows})
-
-
-def holds(con: duckdb.DuckDBPyConnection, basis: Basis) -> bool:
-    """Whether every row the basis's evaluation could see is still exactly there, and no other."""
-    return _digests(con, basis.as_of) == basis.digests
 
 
 # The decisions an instant in (since, as_of] can change (see the module's docstring).

@@ -75,6 +75,7 @@ NOT_DERIVED = frozenset(
         tables.RUN_TABLE_STATES,
         tables.VALIDATED_CONTENTS,
         tables.EVALUATION_BASIS,
+        tables.ROLE_CASES_BASIS,
         tables.METHODOLOGY_CRON_RUNS,
         tables.LLM_USAGE,
         tables.METHODOLOGY_AUDIT_REPORTS,

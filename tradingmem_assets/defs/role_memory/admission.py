@@ -40,6 +40,7 @@ import polars as pl
 import pyarrow as pa
 
 from tradingmem_assets.defs.role_memory.admission_sql import ADMISSION_SCRIPT
+from tradingmem_assets.defs.role_memory.incremental import scope
 from tradingmem_assets.defs.role_memory.reflection import outcome_sql
 from tradingmem_assets.lib import tables
 from tradingmem_assets.lib.columns import table_dtypes
@@ -153,9 +154,14 @@ ADMITTED = "_tm_admitted_cases"
 
 
 def admit(
-    con: duckdb.DuckDBPyConnection, registry: pl.DataFrame, as_of: datetime, into: str = ADMITTED
+    con: duckdb.DuckDBPyConnection,
+    registry: pl.DataFrame,
+    as_of: datetime,
+    into: str = ADMITTED,
+    touched: str | None = None,
 ) -> str:
-    """Admit every decision that names a role into temp table ``into``; returns ``into``.
+    """Admit every decision that names a role (only those of the table ``touched``, when given: an
+    incremental run) into temp table ``into``; returns ``into``.
 
     ``con`` exposes the raw landing tables and (when materialized) ``main.evaluation_runs`` /
     ``main.evaluation_components``; ``registry`` is ``registry_frame(...)``. The table has the
@@ -171,7 +177,12 @@ def admit(
                 "_tm_components": (tables.EVALUATION_COMPONENTS, _EMPTY_COMPONENTS_DTYPES),
             },
         ):
-            script = ADMISSION_SCRIPT.format(into=into, outcome=outcome_sql("excess_return", "noise_band"))
+            script = ADMISSION_SCRIPT.format(
+                into=into,
+                outcome=outcome_sql("excess_return", "noise_band"),
+                decisions=scope(touched, "d"),
+                runs=scope(touched, "r"),
+            )
             run_stages(con, script, {"as_of": as_of}, keep=into)
     finally:
         con.unregister("_tm_roles")

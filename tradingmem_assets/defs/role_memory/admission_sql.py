@@ -4,7 +4,8 @@ Each stage is a temp table (``_adm_*``) of only the columns the next stages read
 one stage's pipeline at a time and spills finished stages under the connection's
 ``memory_limit``: one query over the whole chain ran out of memory at SF 30 under a 3 GB cap,
 the stages pass at SF 10 under 1 GB. ``$as_of`` is the run's instant; ``{into}`` receives the
-cases and ``{outcome}`` is ``reflection.outcome_sql``.
+cases and ``{outcome}`` is ``reflection.outcome_sql``; ``{decisions}`` and ``{runs}`` keep the
+decisions and the runs to admit (``incremental.scope``: all of them in a full build).
 """
 
 from tradingmem_assets.defs.role_memory.reasons import PENDING_REASONS, QUARANTINE_REASONS
@@ -50,7 +51,7 @@ CREATE OR REPLACE TEMP TABLE _adm_d AS
 SELECT {_DECISION_COLUMNS}, r.role_id AS reg_role, r.skill_id AS reg_skill, r.noise_k
 FROM raw.trading_decisions d
 LEFT JOIN _tm_roles r ON r.role_id = d.role_id
-WHERE d.role_id IS NOT NULL AND d.decided_at <= $as_of;
+WHERE d.role_id IS NOT NULL AND d.decided_at <= $as_of AND {{decisions}};
 
 -- the decision's own preview, with the fields its executions must agree with
 CREATE OR REPLACE TEMP TABLE _adm_pv AS
@@ -136,7 +137,7 @@ FROM _tm_runs r
 LEFT JOIN raw.benchmark_profiles p ON p.profile_id = r.profile_id
 LEFT JOIN measured vol ON vol.run_id = r.run_id AND vol.component = 'volatility'
 LEFT JOIN measured ex ON ex.run_id = r.run_id AND ex.component = 'excess_return'
-WHERE r.is_primary;
+WHERE r.is_primary AND {{runs}};
 
 CREATE OR REPLACE TEMP TABLE {{into}} AS
 WITH assembled AS (

@@ -7,13 +7,13 @@ produce the same tables; only recall and manual reflection (CLI/API) differ.
 """
 
 from collections.abc import Callable, Iterator
-from datetime import datetime
 
 import dagster as dg
 import duckdb
 import polars as pl
 
 from tradingmem_assets.defs.resources import WarehouseResource
+from tradingmem_assets.defs.role_memory import incremental
 from tradingmem_assets.defs.role_memory import invariants as schemas
 from tradingmem_assets.defs.role_memory.admission import ROLE_CASES_DTYPES, admit, registry_frame
 from tradingmem_assets.defs.role_memory.chain import CHAIN_TABLES, decision_coverage, with_chain
@@ -30,8 +30,9 @@ from tradingmem_assets.defs.role_memory.reflection import (
     reflection_inputs,
 )
 from tradingmem_assets.defs.role_memory.stats import role_stats
-from tradingmem_assets.defs.role_memory.writes import UNCHANGED, write_cases
+from tradingmem_assets.defs.role_memory.writes import write_cases
 from tradingmem_assets.lib import tables
+from tradingmem_assets.lib.basis import holds, latest_basis, record_basis
 from tradingmem_assets.lib.budget import BudgetTracker, ensure_usage_table
 from tradingmem_assets.lib.dagster_kit import table_asset, table_metadata
 from tradingmem_assets.lib.tables import raw_key
@@ -97,13 +98,14 @@ def _counts_md(con, sql: str) -> dg.MetadataValue:
 
 
 Build = Callable[
-    [dg.AssetExecutionContext, duckdb.DuckDBPyConnection, pl.DataFrame, datetime], dg.MaterializeResult
+    [dg.AssetExecutionContext, WarehouseResource, duckdb.DuckDBPyConnection, pl.DataFrame],
+    dg.MaterializeResult,
 ]
 
 
 def role_memory_asset(name: str, *, deps: list, requires: tuple[str, ...], description: str):
     """A role memory asset: in ``off`` mode it only records why it wrote nothing; otherwise it fails
-    clearly while a ``requires`` table is missing, then ``build(context, con, registry, as_of)``
+    clearly while a ``requires`` table is missing, then ``build(context, warehouse, con, registry)``
     writes the table and returns its materialization."""
 
     def decorate(build: Build) -> dg.AssetsDefinition:
@@ -114,11 +116,10 @@ def role_memory_asset(name: str, *, deps: list, requires: tuple[str, ...], descr
             if ROLE_MEMORY_MODE == "off":
                 yield from _off(context)
                 return
-            as_of = warehouse.as_of_ts
             registry = registry_frame(warehouse.registry().rows())
             with warehouse.connect() as con:
                 require_tables(con, *requires)
-                result = build(context, con, registry, as_of)
+                result = build(context, warehouse, con, registry)
             yield result
 
         return _asset
@@ -132,26 +133,49 @@ def role_memory_asset(name: str, *, deps: list, requires: tuple[str, ...], descr
     requires=(tables.EVALUATION_RUNS, tables.EVALUATION_COMPONENTS),
     description="Fail-closed admission of every decision that names a role, with all reasons that apply.",
 )
-def role_cases(context, con, registry, as_of) -> dg.MaterializeResult:
-    admitted = admit(con, registry, as_of)
+def role_cases(context, warehouse, con, registry) -> dg.MaterializeResult:
+    as_of = warehouse.as_of_ts
+    basis = latest_basis(con, tables.ROLE_CASES_BASIS, incremental.ADMISSION_VISIBLE)
+    since = None
+    if (
+        basis is not None
+        and basis.as_of <= as_of
+        and warehouse.unchanged.as_left_by(con, basis.run_id, incremental.KEPT_TABLES)
+        and holds(con, basis, incremental.ADMISSION_VISIBLE)
+    ):
+        since = basis.as_of
+    touched = None if since is None else incremental.touch(con, since, as_of)
+    admitted = admit(con, registry, as_of, touched=touched)
     # Validated before COMMIT, from the table as written: a failure rolls back to the previous
-    # table (nothing is written).
+    # table (nothing is written). Incremental: every other case is as the last run validated it.
     with transaction(con):
-        write_cases(con, admitted, as_of)
+        changed = write_cases(con, admitted, as_of, partial=touched is not None)
         invariants = validate_relation(
-            schemas.ROLE_CASES_INVARIANTS, with_chain(con), schemas.ROLE_CASES_OPAQUE
+            schemas.ROLE_CASES_INVARIANTS,
+            with_chain(con, decisions=incremental.scope(touched, "rc")),
+            schemas.ROLE_CASES_OPAQUE,
         )
-        coverage = validate_relation(schemas.DECISION_COVERAGE_INVARIANTS, decision_coverage(con, as_of))
+        coverage = validate_relation(
+            schemas.DECISION_COVERAGE_INVARIANTS,
+            decision_coverage(con, as_of, decisions=incremental.scope(touched)),
+        )
         if not (invariants.passed and coverage.passed):
             raise _failure("role_cases", invariants, coverage)
         # recall must never see an eligibility that changed
         recall_index = rebuild_recall_index(con, keep_if_unchanged=True)
+        record_basis(con, tables.ROLE_CASES_BASIS, incremental.ADMISSION_VISIBLE, context.run_id, as_of)
     # both stored checks would validate what was just validated: they need not, while it is unchanged
     record_validated(con, tables.ROLE_CASES, context.run_id, CHAIN_TABLES, as_of)
     total = scalar(con, "SELECT count(*) FROM main.role_cases")
     status = dict(con.execute("SELECT status, count(*) FROM main.role_cases GROUP BY status").fetchall())
-    # rows this run changed or added: the stored rows whose content differed, plus new ones
-    changed = total - scalar(con, f"SELECT count(*) FROM {UNCHANGED} WHERE updated_at IS NOT NULL")
+    admitted_again = (
+        "every decision that names a role (full build)"
+        if touched is None
+        else f"incremental since run {basis.run_id} (as_of {since.isoformat()}): only the "
+        f"{scalar(con, f'SELECT count(*) FROM {touched}')} decisions whose chain or evaluation changed "
+        "since; every row the admission reads at or before that as_of, the code, settings and "
+        "registry are unchanged, so every other case holds"
+    )
     reasons = _counts_md(
         con,
         "SELECT reason, count(*) FROM (SELECT unnest(reasons) AS reason FROM main.role_cases) GROUP BY 1",
@@ -167,6 +191,7 @@ def role_cases(context, con, registry, as_of) -> dg.MaterializeResult:
             "ineligible": status.get("ineligible", 0),
             "quarantined": status.get("quarantined", 0),
             "changed_rows": changed,
+            "admitted": dg.MetadataValue.text(admitted_again),
             "reasons": reasons,
             # kept when no case with a recallable reflection changed (recall.rebuild_recall_index)
             "recall_index": recall_index or "not built (no reflections yet)",
@@ -193,7 +218,8 @@ def make_reflector(con) -> Reflector:
     requires=(tables.ROLE_CASES, tables.EVALUATION_RUNS, tables.EVALUATION_COMPONENTS),
     description="Outcome classification and short role-specific lessons, once per case and primary run.",
 )
-def role_reflections(context, con, registry, as_of) -> dg.MaterializeResult:
+def role_reflections(context, warehouse, con, registry) -> dg.MaterializeResult:
+    as_of = warehouse.as_of_ts
     ensure_usage_table(con)  # the budget ledger exists even while no LLM is configured
     inputs = reflection_inputs(con, registry, as_of)
     reflector = make_reflector(con)
@@ -250,7 +276,8 @@ def role_reflections(context, con, registry, as_of) -> dg.MaterializeResult:
     ),
     description="Per role: case counts by status and class, win rate and mean excess return (primary runs).",
 )
-def role_stats_asset(context, con, registry, as_of) -> dg.MaterializeResult:
+def role_stats_asset(context, warehouse, con, registry) -> dg.MaterializeResult:
+    as_of = warehouse.as_of_ts
     stats = role_stats(con, registry, as_of)
     validation = validate(schemas.ROLE_STATS_INVARIANTS, stats)
     if not validation.passed:

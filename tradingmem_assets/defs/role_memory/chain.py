@@ -13,13 +13,15 @@ SELECT rc.*, e.source AS chain_source, e.automation_flag AS chain_automation_fla
        e.source_verified AS chain_source_verified
 FROM {cases} rc
 LEFT JOIN raw.trade_executions e ON e.execution_id = rc.execution_id
+WHERE {decisions}
 """
 
 COVERAGE_SQL = """
 WITH expected AS (
-    SELECT decision_id FROM raw.trading_decisions WHERE role_id IS NOT NULL AND decided_at <= $1
+    SELECT decision_id FROM raw.trading_decisions
+    WHERE role_id IS NOT NULL AND decided_at <= $1 AND {decisions}
 ),
-seen AS (SELECT decision_id, count(*) AS n_cases FROM {cases} GROUP BY decision_id)
+seen AS (SELECT decision_id, count(*) AS n_cases FROM {cases} WHERE {decisions} GROUP BY decision_id)
 SELECT coalesce(x.decision_id, s.decision_id) AS decision_id,
        x.decision_id IS NOT NULL AS names_a_role,
        coalesce(s.n_cases, 0) AS n_cases
@@ -31,16 +33,20 @@ FROM expected x FULL OUTER JOIN seen s ON s.decision_id = x.decision_id
 CHAIN_TABLES = (tables.raw_table("trade_executions"), tables.raw_table("trading_decisions"))
 
 
-def with_chain(con: duckdb.DuckDBPyConnection, cases: str = tables.ROLE_CASES) -> duckdb.DuckDBPyRelation:
-    """Cases with the source facts of their linked execution, read from ``raw.trade_executions``.
+def with_chain(
+    con: duckdb.DuckDBPyConnection, cases: str = tables.ROLE_CASES, decisions: str = "TRUE"
+) -> duckdb.DuckDBPyRelation:
+    """Cases (those the SQL condition ``decisions`` on ``rc`` keeps) with the source facts of their
+    linked execution, read from ``raw.trade_executions``.
 
     A lazy relation: stream it (``schemas.role_memory.validate_relation``) or ``.pl()`` a small one.
     """
-    return con.sql(CHAIN_SQL.format(cases=cases))
+    return con.sql(CHAIN_SQL.format(cases=cases, decisions=decisions))
 
 
 def decision_coverage(
-    con: duckdb.DuckDBPyConnection, as_of: datetime, cases: str = tables.ROLE_CASES
+    con: duckdb.DuckDBPyConnection, as_of: datetime, cases: str = tables.ROLE_CASES, decisions: str = "TRUE"
 ) -> duckdb.DuckDBPyRelation:
-    """Per decision: does it name a role, and how many cases does it have (must be exactly one)."""
-    return con.sql(COVERAGE_SQL.format(cases=cases), params=[as_of])
+    """Per decision (of those the SQL condition ``decisions`` keeps): does it name a role, and how
+    many cases does it have (must be exactly one)."""
+    return con.sql(COVERAGE_SQL.format(cases=cases, decisions=decisions), params=[as_of])

@@ -36,15 +36,22 @@ ORDER BY c.role_id, c.symbol, c.case_id
 
 
 def write_cases(
-    con: duckdb.DuckDBPyConnection, admitted: str, as_of: datetime, table: str = tables.ROLE_CASES
-) -> None:
+    con: duckdb.DuckDBPyConnection,
+    admitted: str,
+    as_of: datetime,
+    table: str = tables.ROLE_CASES,
+    *,
+    partial: bool = False,
+) -> int:
     """Make ``table`` hold the ``admitted`` cases; reasons stay VARCHAR[], provenance is JSON.
 
     ``updated_at`` is kept from the stored row when none of the content columns changed, else it is
     ``as_of``: re-materializing unchanged inputs changes no row, and a changed row says when it
     changed. When at most ``IN_PLACE_SHARE`` of the rows changed, appeared or went, only those are
     deleted and inserted (a later day usually changes few cases); otherwise the table is rewritten,
-    sorted by role, symbol and case. Call inside ``transaction``.
+    sorted by role, symbol and case. With ``partial`` (an incremental run), ``admitted`` holds the
+    cases of some decisions only: they replace those cases' stored rows, in place, and every other
+    row stays. Returns the number of rows written (changed or new). Call inside ``transaction``.
     """
     provenance = con.sql(f"SELECT provenance FROM {admitted}").types[0]
     existing = table_exists(con, table)
@@ -74,26 +81,42 @@ def write_cases(
             if c != "updated_at"
         )
         try:
-            if existing and _write_in_place(con, table, columns, as_of):
-                return
-            con.execute(
-                WRITE_SQL.format(table=table, columns=columns, admitted=source, unchanged=UNCHANGED), [as_of]
-            )
+            ((admitted_rows, kept),) = con.execute(
+                f"SELECT (SELECT count(*) FROM {source}), "
+                f"(SELECT count(*) FROM {UNCHANGED} WHERE updated_at IS NOT NULL)"
+            ).fetchall()
+            if not (existing and _write_in_place(con, table, columns, as_of, admitted_rows, kept, partial)):
+                con.execute(
+                    WRITE_SQL.format(table=table, columns=columns, admitted=source, unchanged=UNCHANGED),
+                    [as_of],
+                )
         finally:
             con.execute(f"DROP TABLE IF EXISTS {ENCODED}")
+    return admitted_rows - kept
 
 
-def _write_in_place(con: duckdb.DuckDBPyConnection, table: str, columns: str, as_of: datetime) -> bool:
+def _write_in_place(
+    con: duckdb.DuckDBPyConnection,
+    table: str,
+    columns: str,
+    as_of: datetime,
+    admitted: int,
+    kept: int,
+    partial: bool,
+) -> bool:
     """Delete the changed and removed rows and insert the changed and new ones, when they are few
-    (False: nothing written, rewrite the table). Unchanged rows are not touched."""
-    ((stored, kept),) = con.execute(
-        f"SELECT (SELECT count(*) FROM {table}), (SELECT count(*) FROM {UNCHANGED} WHERE updated_at IS NOT NULL)"
-    ).fetchall()
-    ((admitted,),) = con.execute(f"SELECT count(*) FROM {ENCODED}").fetchall()
-    if (stored - kept) + (admitted - kept) > IN_PLACE_SHARE * max(stored, admitted):
-        return False
+    or only some decisions were admitted (False: nothing written, rewrite the table). Unchanged
+    rows are not touched."""
     keep = f"(SELECT case_id FROM {UNCHANGED} WHERE updated_at IS NOT NULL)"
-    con.execute(f"DELETE FROM {table} WHERE case_id NOT IN {keep}")
+    if partial:  # only the admitted cases' rows can go
+        con.execute(
+            f"DELETE FROM {table} WHERE case_id IN (SELECT case_id FROM {ENCODED}) AND case_id NOT IN {keep}"
+        )
+    else:
+        stored = con.execute(f"SELECT count(*) FROM {table}").fetchall()[0][0]
+        if (stored - kept) + (admitted - kept) > IN_PLACE_SHARE * max(stored, admitted):
+            return False
+        con.execute(f"DELETE FROM {table} WHERE case_id NOT IN {keep}")
     con.execute(
         f"INSERT INTO {table} BY NAME SELECT {columns}, $1 AS updated_at FROM {ENCODED} c "
         f"WHERE c.case_id NOT IN {keep} ORDER BY c.role_id, c.symbol, c.case_id",

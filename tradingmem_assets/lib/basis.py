@@ -1,0 +1,75 @@
+"""What an incremental asset saw: per input, a digest of the rows it could see at its ``as_of``.
+
+An asset that recomputes only what a later ``as_of`` can change (the evaluation, the role cases)
+stores its *basis* with its write, in the same transaction: per input, the row count and the sum
+of row hashes of what its SQL selects at that ``as_of``. The next run may build on the stored rows
+only while the basis *holds*: the same inputs, selected at the basis's ``as_of``, have the same
+digests now, so the landing files may have grown (one more day) or been rewritten, as long as
+nothing the earlier run could see changed. Each asset keeps only its latest basis, in its own table
+(``evaluation_basis``, ``role_cases_basis``: one row per input, declared alike).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+from datetime import datetime
+
+import duckdb
+import polars as pl
+
+from tradingmem_assets.lib.columns import table_dtypes
+from tradingmem_assets.lib.warehouse import replace_table, table_exists
+
+
+@dataclass(frozen=True)
+class Basis:
+    """The latest stored basis: the run that wrote it, its ``as_of`` and a digest per input."""
+
+    run_id: str
+    as_of: datetime
+    digests: dict[str, str]
+
+
+def visible_rows(table: str, stamped_by: str | None) -> str:
+    """The SQL of a table's rows stamped at or before ``$as_of`` (all of them: ``stamped_by`` None)."""
+    return f"SELECT * FROM {table}" + (f" WHERE {stamped_by} <= $as_of" if stamped_by else "")
+
+
+def digests(con: duckdb.DuckDBPyConnection, visible: Mapping[str, str], as_of: datetime) -> dict[str, str]:
+    """Per input, ``count:sum(hash(row))`` of what its SQL (which may read ``$as_of``) selects."""
+    out = {}
+    for name, sql in visible.items():
+        ((digest,),) = con.execute(
+            f"SELECT count(*)::VARCHAR || ':' || coalesce(sum(hash(t)::HUGEINT), 0)::VARCHAR FROM ({sql}) t",
+            {"as_of": as_of} if "$as_of" in sql else {},
+        ).fetchall()
+        out[name] = digest
+    return out
+
+
+def record_basis(
+    con: duckdb.DuckDBPyConnection, table: str, visible: Mapping[str, str], run_id: str, as_of: datetime
+) -> None:
+    """Store what this run saw (call in the transaction that writes what it built)."""
+    rows = pl.DataFrame(
+        [(run_id, as_of, name, digest) for name, digest in digests(con, visible, as_of).items()],
+        schema=table_dtypes(table),
+        orient="row",
+    )
+    replace_table(con, table, rows)  # the latest basis is the only one used
+
+
+def latest_basis(con: duckdb.DuckDBPyConnection, table: str, visible: Mapping[str, str]) -> Basis | None:
+    """The basis stored in ``table``, when it is one run's and names exactly these inputs."""
+    if not table_exists(con, table):
+        return None
+    rows = con.execute(f"SELECT run_id, as_of, table_name, visible_digest FROM {table}").fetchall()
+    if len({(r[0], r[1]) for r in rows}) != 1 or {r[2] for r in rows} != set(visible):
+        return None
+    return Basis(run_id=rows[0][0], as_of=rows[0][1], digests={r[2]: r[3] for r in rows})
+
+
+def holds(con: duckdb.DuckDBPyConnection, basis: Basis, visible: Mapping[str, str]) -> bool:
+    """Whether every row the basis's run could see is still exactly there, and no other."""
+    return digests(con, visible, basis.as_of) == basis.digests
