@@ -27,7 +27,9 @@ VISIBLE_BY = {
     "benchmark_profiles": None,
 }
 # the basis (``lib.basis``): the rows of each of those tables the evaluation could see
-EVALUATION_VISIBLE = {table: visible_rows(tables.raw_table(table), column) for table, column in VISIBLE_BY.items()}
+EVALUATION_VISIBLE = {
+    table: visible_rows(tables.raw_table(table), column) for table, column in VISIBLE_BY.items()
+}
 EVALUATION_TABLES = (tables.EVALUATION_RUNS, tables.EVALUATION_PRIMARIES, tables.EVALUATION_COMPONENTS)
 WRITTEN = "_ev_written"  # the runs an incremental evaluation wrote (the touched decisions')
 

@@ -81,19 +81,32 @@ def new_snapshots_sql(rows: str) -> str:
     )
 
 
+SUPERSEDED = "_profile_superseded"  # the superseded snapshots, while they are written again
+
+
 def _superseded_sql(profiles: str) -> str:
     """The customers of ``profiles`` whose current snapshot is replaced by a new version."""
     return f"SELECT customer_id FROM {profiles} WHERE is_new AND latest_version IS NOT NULL"
 
 
 def supersede(con: duckdb.DuckDBPyConnection, snapshots: str, profiles: str) -> int:
-    """Flip is_current off the previous version of the customers that get a new one; how many."""
+    """Flip is_current off the previous version of the customers that get a new one; how many.
+
+    Those rows are deleted and appended again with the flag off (the same rows): an UPDATE would
+    make DuckDB's next checkpoint rewrite every row group it touched, whole (about 9 s for 31,000
+    customers of 500,000), while a delete only marks rows and an append adds row groups.
+    """
     superseded = _superseded_sql(profiles)
     count = con.execute(f"SELECT count(*) FROM ({superseded})").fetchall()[0][0]
     if count:
+        current = f"is_current AND customer_id IN ({superseded})"
         con.execute(
-            f"UPDATE {snapshots} SET is_current = false WHERE is_current AND customer_id IN ({superseded})"
+            f"CREATE OR REPLACE TEMP TABLE {SUPERSEDED} AS "
+            f"SELECT * REPLACE (false AS is_current) FROM {snapshots} WHERE {current}"
         )
+        con.execute(f"DELETE FROM {snapshots} WHERE {current}")
+        con.execute(f"INSERT INTO {snapshots} SELECT * FROM {SUPERSEDED}")
+        con.execute(f"DROP TABLE {SUPERSEDED}")
     return int(count)
 
 

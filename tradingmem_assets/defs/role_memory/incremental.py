@@ -9,12 +9,13 @@ the evaluation reads (so the evaluation runs of the past are the same ones too).
 is digested as it was at ``as_of``: a position that closes later changes its landing row, not what
 was known then.
 
-While the basis holds, and the role cases and the evaluation tables were as the basis's run left
-them when this run started (so no hand edit and the same code, settings and registry), a case can
+While the basis holds, and the role cases, their recall index and the evaluation tables were as
+the basis's run left them when this run started (so no hand edit and the same code, settings and registry), a case can
 change only through an instant in ``(since, as_of]``: its decision, its preview, a consumption of
 it, an execution it names, a position of that execution opening or closing, or a run of its
 evaluation written or made primary since (the evaluation appends versions and closes primary
-intervals; it never edits a stored run). Only those decisions are admitted again;
+intervals; it never edits a stored run). Only those decisions are admitted again (and the recall
+index is rebuilt only when one of them has a recallable reflection);
 ``tests/role_memory/test_incremental.py`` proves the table equal to a full rebuild's.
 """
 
@@ -41,7 +42,7 @@ ADMISSION_VISIBLE = {
     "position_lifecycles": POSITIONS_AT,
 }
 # what must be as the basis's run left them (read as of that run's end)
-KEPT_TABLES = (tables.ROLE_CASES, *EVALUATION_TABLES)
+KEPT_TABLES = (tables.ROLE_CASES, tables.ROLE_RECALL_INDEX, *EVALUATION_TABLES)
 TOUCHED = "_rc_touched"
 
 TOUCHED_DECISIONS_SQL = f"""

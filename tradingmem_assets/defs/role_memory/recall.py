@@ -118,17 +118,30 @@ ORDER BY rc.role_id, tie
 """
 
 
-def rebuild_recall_index(con: duckdb.DuckDBPyConnection, *, keep_if_unchanged: bool = False) -> str | None:
+def rebuild_recall_index(
+    con: duckdb.DuckDBPyConnection, *, keep_if_unchanged: bool = False, changed_decisions: str | None = None
+) -> str | None:
     """Rebuild the recall index from role_cases and role_reflections (call inside the writer's transaction).
 
     Every writer of either table calls this, so recall never sees a case whose eligibility or
     reflections changed since. With ``keep_if_unchanged`` (role_cases: a later day's cases rarely
     change one with a recallable reflection), the rows are built aside first, and when they equal
     the stored index's, the stored index and its term statistics are kept. Returns ``"rebuilt"``
-    or ``"unchanged"``, and None (building nothing) until both tables exist.
+    or ``"unchanged"``, and None (building nothing) until both tables exist. ``changed_decisions``
+    (with ``keep_if_unchanged``: a table of the only decisions whose cases or primary intervals
+    may have changed since the stored index was built) keeps the index without building it aside
+    when none of their cases has a recallable reflection.
     """
     if not (table_exists(con, tables.ROLE_CASES) and table_exists(con, tables.ROLE_REFLECTIONS)):
         return None
+    if keep_if_unchanged and changed_decisions is not None and table_exists(con, RECALL_INDEX):
+        ((affected,),) = con.execute(
+            f"SELECT EXISTS (SELECT 1 FROM main.role_reflections rr JOIN main.role_cases rc USING (case_id) "
+            f"WHERE rr.classification IN ({_RECALLABLE}) "
+            f"AND rc.decision_id IN (SELECT decision_id FROM {changed_decisions}))"
+        ).fetchall()
+        if not affected:
+            return "unchanged"
     if keep_if_unchanged and table_exists(con, RECALL_INDEX):
         con.execute(f"CREATE OR REPLACE TEMP TABLE {NEXT_INDEX} AS {RECALL_INDEX_SQL}")
         try:
