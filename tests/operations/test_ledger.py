@@ -18,6 +18,7 @@ RECORDS = {
     "run_table_states",
     "evaluation_basis",
     "role_cases_basis",
+    "profile_basis",
     "validated_contents",
     "methodology_cron_runs",
     "llm_usage",

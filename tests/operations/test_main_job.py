@@ -23,6 +23,7 @@ RUN_RECORDS = {
     "run_table_states",
     "evaluation_basis",
     "role_cases_basis",
+    "profile_basis",
     "validated_contents",
     "methodology_cron_runs",
     "methodology_audit_reports",

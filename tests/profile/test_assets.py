@@ -254,8 +254,8 @@ def test_a_broken_red_line_fails_the_run_and_rolls_back_every_chunk(world: World
     }
     real_create = core_profile.create_profiles
 
-    def buggy_create(con, as_of, table):  # a bug that lets a conversation write investor_type
-        real_create(con, as_of, table)
+    def buggy_create(con, as_of, table, customers):  # a bug that lets a conversation write investor_type
+        real_create(con, as_of, table, customers)
         con.execute(f"UPDATE {table} SET investor_type = 'C5' WHERE customer_id = 'c2'")
 
     monkeypatch.setattr(profile_assets, "CHUNK_SIZE", 1)  # c1's chunk passes before c2's fails

@@ -73,3 +73,10 @@ def latest_basis(con: duckdb.DuckDBPyConnection, table: str, visible: Mapping[st
 def holds(con: duckdb.DuckDBPyConnection, basis: Basis, visible: Mapping[str, str]) -> bool:
     """Whether every row the basis's run could see is still exactly there, and no other."""
     return digests(con, visible, basis.as_of) == basis.digests
+
+
+def touched_only(touched: str | None, column: str) -> str:
+    """A SQL condition keeping the rows whose ``column`` is in the table ``touched`` (its one column
+    has that name without a table alias), or every row (TRUE) in a full build (None)."""
+    key = column.rpartition(".")[2]
+    return "TRUE" if touched is None else f"{column} IN (SELECT {key} FROM {touched})"

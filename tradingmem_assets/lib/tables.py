@@ -31,6 +31,8 @@ EXECUTION_CHAIN = ("trading_decisions", "trade_previews", "preview_consumptions"
 EVALUATION_RUNS = "main.evaluation_runs"
 EVALUATION_BASIS = "main.evaluation_basis"
 ROLE_CASES_BASIS = "main.role_cases_basis"
+PROFILE_BASIS = "main.profile_basis"
+PROFILE_FACT_DIGESTS = "main.profile_fact_digests"
 EVALUATION_COMPONENTS = "main.evaluation_components"
 EVALUATION_PRIMARIES = "main.evaluation_primaries"
 # role memory

@@ -76,6 +76,7 @@ NOT_DERIVED = frozenset(
         tables.VALIDATED_CONTENTS,
         tables.EVALUATION_BASIS,
         tables.ROLE_CASES_BASIS,
+        tables.PROFILE_BASIS,
         tables.METHODOLOGY_CRON_RUNS,
         tables.LLM_USAGE,
         tables.METHODOLOGY_AUDIT_REPORTS,

@@ -7,7 +7,7 @@ the asset graph shows that no consumer reads memory_unit.
 
 import dagster as dg
 
-from tradingmem_assets.defs.profile import build, fields, snapshots
+from tradingmem_assets.defs.profile import build, fields, incremental, snapshots
 from tradingmem_assets.defs.profile import invariants as schemas
 from tradingmem_assets.defs.profile import kb as knowledge_base
 from tradingmem_assets.defs.profile.basis import basis_struct_sql
@@ -20,6 +20,7 @@ from tradingmem_assets.defs.profile.writes import (
 )
 from tradingmem_assets.defs.resources import WarehouseResource
 from tradingmem_assets.lib import tables
+from tradingmem_assets.lib.basis import holds, latest_basis, record_basis, touched_only
 from tradingmem_assets.lib.dagster_kit import (
     blocking_check,
     check_result,
@@ -31,7 +32,7 @@ from tradingmem_assets.lib.dagster_kit import (
 from tradingmem_assets.lib.sql_json import sql_literal
 from tradingmem_assets.lib.tables import raw_key
 from tradingmem_assets.lib.validation import customer_ranges, validate, validate_by_customer
-from tradingmem_assets.lib.warehouse import read_columns, read_frame, replace_table, transaction
+from tradingmem_assets.lib.warehouse import read_columns, read_frame, replace_table, scalar, transaction
 
 CHUNK_SIZE = 100_000  # customers validated at once: bounds what comes into Python at any number of customers
 # temp tables of one materialization (they live until its connection closes)
@@ -104,6 +105,7 @@ def profile_checked_sql(customers: str) -> str:
 SNAPSHOTS_CHECKED_SQL = f"""
 SELECT s.snapshot_id, s.customer_id, s.version, s.snapshot_hash, s.is_current, p.snapshot_hash AS profile_hash
 FROM {tables.PROFILE_SNAPSHOTS} s LEFT JOIN {BUILD} p USING (customer_id)
+WHERE {{customers}}
 """
 PROFILE_COUNTS_SQL = f"""
 SELECT count(*) AS profiles,
@@ -113,8 +115,29 @@ SELECT count(*) AS profiles,
        count(*) FILTER (WHERE list_contains(risk_tags, $conflict)) AS conflicts,
        (SELECT count(*) FROM raw.customers) AS customers,
        (SELECT count(*) FROM {tables.PROFILE_SNAPSHOTS}) AS snapshots
-FROM {BUILD}
+FROM {tables.FIN_CUSTOMER_PROFILE}
 """
+
+
+def _touched_customers(con, warehouse: WarehouseResource, as_of) -> tuple[str | None, str]:
+    """The table of the customers to build (None: all of them) and what the metadata says of it.
+    Call after ``incremental.fact_digests``."""
+    basis = latest_basis(con, tables.PROFILE_BASIS, incremental.PROFILE_VISIBLE)
+    if not (
+        basis is not None
+        and basis.as_of <= as_of
+        and warehouse.unchanged.as_left_by(con, basis.run_id, incremental.PROFILE_TABLES)
+        and holds(con, basis, incremental.PROFILE_VISIBLE)
+    ):
+        return None, "every customer opened by as_of (full build)"
+    touched = incremental.touch(con, basis.as_of, as_of)
+    count = scalar(con, f"SELECT count(*) FROM {touched}")
+    return touched, (
+        f"incremental since run {basis.run_id} (as_of {basis.as_of.isoformat()}): only the {count} "
+        "customers who opened, answered a questionnaire, made a transaction or saw one leave a "
+        "window since, or whose facts changed; every landing row stamped at or before that as_of, "
+        "the code, settings and registry are unchanged, so every other profile holds"
+    )
 
 
 @dg.multi_asset(group_name=tables.PROFILE_GROUP, specs=PROFILE_SPECS, check_specs=PROFILE_CHECK_SPECS)
@@ -123,11 +146,14 @@ def customer_profile(context: dg.AssetExecutionContext, warehouse: WarehouseReso
     with warehouse.connect() as con:
         for table, column in INPUTS.items():
             read_columns(con, table, [column], limit=0)  # clear failure if missing
+        incremental.fact_digests(con)
+        touched, built = _touched_customers(con, warehouse, as_of)
+        customers = touched_only(touched, "customer_id")
         with transaction(con):  # a broken red line rolls everything back: the old tables stay
             ensure_profile_tables(con)
-            build.create_profiles(con, as_of, BUILD)
+            build.create_profiles(con, as_of, BUILD, customers)
             # the red line is checked against an independent SQL reading of the questionnaires
-            expected = f"{schemas.latest_investor_types_sql()} ORDER BY customer_id"
+            expected = f"SELECT * FROM ({schemas.latest_investor_types_sql()}) WHERE {customers} ORDER BY customer_id"
             con.execute(f"CREATE OR REPLACE TEMP TABLE {EXPECTED} AS {expected}", [as_of])
             profile_validation = validate_by_customer(
                 con,
@@ -147,13 +173,19 @@ def customer_profile(context: dg.AssetExecutionContext, warehouse: WarehouseReso
             rewritten = mark_rewrites(con, BUILD)
             write_profiles(con, BUILD)
             superseded, appended = supersede_and_append(con, BUILD, as_of)
-            removed = remove_vanished(con, BUILD)
+            # incremental: no customer of the unchanged past can vanish, every other one holds
+            removed = remove_vanished(con, BUILD) if touched is None else 0
             snapshot_validation = validate(
-                schemas.PROFILE_SNAPSHOTS_INVARIANTS, read_frame(con, SNAPSHOTS_CHECKED_SQL)
+                schemas.PROFILE_SNAPSHOTS_INVARIANTS,
+                read_frame(
+                    con, SNAPSHOTS_CHECKED_SQL.format(customers=touched_only(touched, "s.customer_id"))
+                ),
             )
             yield from refuse_write(
                 snapshot_validation, "profile_snapshots", [(schemas.ONE_CURRENT_CHECK, "profile_snapshots")]
             )
+            incremental.record_fact_digests(con)
+            record_basis(con, tables.PROFILE_BASIS, incremental.PROFILE_VISIBLE, context.run_id, as_of)
         counts = (
             con.sql(
                 PROFILE_COUNTS_SQL,
@@ -173,6 +205,7 @@ def customer_profile(context: dg.AssetExecutionContext, warehouse: WarehouseReso
             ),
             "as_of": as_of.isoformat(),
             "rows_rewritten": rewritten,
+            "built": dg.MetadataValue.text(built),
             "rows_removed": removed,
             "customers_not_yet_opened": counts["customers"] - counts["profiles"],
             "without_questionnaire": counts["without_questionnaire"],

@@ -83,8 +83,8 @@ _FACT_FIELDS = ", ".join(  # the chosen fact of each key unpacked (rl_value, rl_
 _REASONS = reason_columns_sql()
 SELF_REPORTS_VIEW = "_profile_self_reports"
 
-# Per customer opened at or before $as_of: every value of the profile, and the row ids and reasons
-# of its basis, into the temp table __INTO__, in stages (temp tables of what the next stages read,
+# Per customer opened at or before $as_of (of those the condition __CUSTOMERS__ keeps): every value
+# of the profile, and the row ids and reasons of its basis, into the temp table __INTO__, in stages (temp tables of what the next stages read,
 # which DuckDB spills under its memory limit: one query over all of it ran out of memory at SF 30).
 # Reads raw.customers, raw.questionnaire_results, raw.customer_transactions,
 # main.user_facts, main.memory_promotions and the self-report lookup.
@@ -92,25 +92,26 @@ PROFILE_INPUTS_SCRIPT = f"""
 CREATE OR REPLACE TEMP TABLE _pf_base AS (
     SELECT customer_id, real_name, birth_date, occupation, mobile, opened_at
     FROM raw.customers
-    WHERE opened_at IS NULL OR opened_at <= $as_of
+    WHERE (opened_at IS NULL OR opened_at <= $as_of) AND __CUSTOMERS__
 );
 CREATE OR REPLACE TEMP TABLE _pf_latest_questionnaire AS (
     SELECT customer_id, arg_max({{'investor_type': investor_type, 'assessment_id': assessment_id}},
                                 (assessed_at, assessment_id)) AS latest
     FROM raw.questionnaire_results
-    WHERE assessed_at <= $as_of
+    WHERE assessed_at <= $as_of AND __CUSTOMERS__
     GROUP BY customer_id
 );
 CREATE OR REPLACE TEMP TABLE _pf_balance AS (  -- the latest instant, then the highest txn_id among same-instant rows
     SELECT customer_id, arg_max({{'total_asset': balance_after, 'txn_id': txn_id}}, (ts, txn_id)) AS latest
     FROM raw.customer_transactions
-    WHERE ts <= $as_of AND balance_after IS NOT NULL
+    WHERE ts <= $as_of AND balance_after IS NOT NULL AND __CUSTOMERS__
     GROUP BY customer_id
 );
 CREATE OR REPLACE TEMP TABLE _pf_window_tx AS (  -- the longest window a field reads
     SELECT customer_id, txn_id, ts, side, product_risk_level
     FROM raw.customer_transactions
     WHERE ts <= $as_of AND ts > $as_of - INTERVAL {max(FREQUENCY_WINDOW, BEHAVIOR_WINDOW).days} DAY
+      AND __CUSTOMERS__
 );
 CREATE OR REPLACE TEMP TABLE _pf_recent AS (
     SELECT customer_id, count(*) AS trading_frequency, list(txn_id ORDER BY txn_id) AS recent_ids
@@ -122,14 +123,14 @@ CREATE OR REPLACE TEMP TABLE _pf_chosen_facts AS (
     SELECT customer_id,
            {_CHOSEN_FACTS}
     FROM main.user_facts
-    WHERE fact_key IN ({_FACT_KEYS})
+    WHERE fact_key IN ({_FACT_KEYS}) AND __CUSTOMERS__
     GROUP BY customer_id
 );
 CREATE OR REPLACE TEMP TABLE _pf_held_back AS (
     SELECT customer_id,
            {_HELD_BACK_UNITS}
     FROM main.memory_promotions
-    WHERE fact_key IN ({_FACT_KEYS}) AND status <> 'promoted'
+    WHERE fact_key IN ({_FACT_KEYS}) AND status <> 'promoted' AND __CUSTOMERS__
     GROUP BY customer_id
 );
 CREATE OR REPLACE TEMP TABLE _pf_subject AS (
@@ -200,8 +201,11 @@ FROM (SELECT *, {lower_hex_escapes("profile_text")} AS profile
 """
 
 
-def create_profiles(con: duckdb.DuckDBPyConnection, as_of: datetime, table: str) -> None:
-    """Build every profile into the temp table ``table``, ordered by customer_id.
+def create_profiles(
+    con: duckdb.DuckDBPyConnection, as_of: datetime, table: str, customers: str = "TRUE"
+) -> None:
+    """Build every profile (of the customers the SQL condition ``customers`` keeps) into the temp
+    table ``table``, ordered by customer_id.
 
     Columns: FIN_CUSTOMER_PROFILE_DTYPES's values (without generation_basis and profile_version),
     ``snapshot_hash``, ``profile`` (the canonical JSON the hash covers), and the row ids and
@@ -214,7 +218,8 @@ def create_profiles(con: duckdb.DuckDBPyConnection, as_of: datetime, table: str)
     inputs = f"{table}_inputs"
     con.register(SELF_REPORTS_VIEW, self_reports(reported.get_column("fact_value")))
     try:
-        run_stages(con, PROFILE_INPUTS_SCRIPT.replace("__INTO__", inputs), {"as_of": as_of}, keep=inputs)
+        script = PROFILE_INPUTS_SCRIPT.replace("__INTO__", inputs).replace("__CUSTOMERS__", customers)
+        run_stages(con, script, {"as_of": as_of}, keep=inputs)
     finally:
         con.unregister(SELF_REPORTS_VIEW)
     con.execute(f"CREATE OR REPLACE TEMP TABLE {table} AS {_with_profile_sql(inputs)}")

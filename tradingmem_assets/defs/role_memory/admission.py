@@ -40,9 +40,9 @@ import polars as pl
 import pyarrow as pa
 
 from tradingmem_assets.defs.role_memory.admission_sql import ADMISSION_SCRIPT
-from tradingmem_assets.defs.role_memory.incremental import scope
 from tradingmem_assets.defs.role_memory.reflection import outcome_sql
 from tradingmem_assets.lib import tables
+from tradingmem_assets.lib.basis import touched_only
 from tradingmem_assets.lib.columns import table_dtypes
 from tradingmem_assets.lib.dtypes import UTC_TS
 from tradingmem_assets.lib.warehouse import run_stages, table_exists
@@ -180,8 +180,8 @@ def admit(
             script = ADMISSION_SCRIPT.format(
                 into=into,
                 outcome=outcome_sql("excess_return", "noise_band"),
-                decisions=scope(touched, "d"),
-                runs=scope(touched, "r"),
+                decisions=touched_only(touched, "d.decision_id"),
+                runs=touched_only(touched, "r.decision_id"),
             )
             run_stages(con, script, {"as_of": as_of}, keep=into)
     finally:

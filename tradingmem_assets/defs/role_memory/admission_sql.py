@@ -5,7 +5,7 @@ one stage's pipeline at a time and spills finished stages under the connection's
 ``memory_limit``: one query over the whole chain ran out of memory at SF 30 under a 3 GB cap,
 the stages pass at SF 10 under 1 GB. ``$as_of`` is the run's instant; ``{into}`` receives the
 cases and ``{outcome}`` is ``reflection.outcome_sql``; ``{decisions}`` and ``{runs}`` keep the
-decisions and the runs to admit (``incremental.scope``: all of them in a full build).
+decisions and the runs to admit (``lib.basis.touched_only``: all of them in a full build).
 """
 
 from tradingmem_assets.defs.role_memory.reasons import PENDING_REASONS, QUARANTINE_REASONS

@@ -32,7 +32,7 @@ from tradingmem_assets.defs.role_memory.reflection import (
 from tradingmem_assets.defs.role_memory.stats import role_stats
 from tradingmem_assets.defs.role_memory.writes import write_cases
 from tradingmem_assets.lib import tables
-from tradingmem_assets.lib.basis import holds, latest_basis, record_basis
+from tradingmem_assets.lib.basis import holds, latest_basis, record_basis, touched_only
 from tradingmem_assets.lib.budget import BudgetTracker, ensure_usage_table
 from tradingmem_assets.lib.dagster_kit import table_asset, table_metadata
 from tradingmem_assets.lib.tables import raw_key
@@ -152,12 +152,12 @@ def role_cases(context, warehouse, con, registry) -> dg.MaterializeResult:
         changed = write_cases(con, admitted, as_of, partial=touched is not None)
         invariants = validate_relation(
             schemas.ROLE_CASES_INVARIANTS,
-            with_chain(con, decisions=incremental.scope(touched, "rc")),
+            with_chain(con, decisions=touched_only(touched, "rc.decision_id")),
             schemas.ROLE_CASES_OPAQUE,
         )
         coverage = validate_relation(
             schemas.DECISION_COVERAGE_INVARIANTS,
-            decision_coverage(con, as_of, decisions=incremental.scope(touched)),
+            decision_coverage(con, as_of, decisions=touched_only(touched, "decision_id")),
         )
         if not (invariants.passed and coverage.passed):
             raise _failure("role_cases", invariants, coverage)

@@ -74,9 +74,3 @@ def touch(con: duckdb.DuckDBPyConnection, since: datetime, as_of: datetime) -> s
     """The decisions an instant in ``(since, as_of]`` can change, into temp table ``TOUCHED``."""
     con.execute(TOUCHED_DECISIONS_SQL, {"since": since, "as_of": as_of})
     return TOUCHED
-
-
-def scope(touched: str | None, alias: str = "") -> str:
-    """A SQL condition keeping the rows of the touched decisions (TRUE: a full build)."""
-    column = f"{alias}.decision_id" if alias else "decision_id"
-    return "TRUE" if touched is None else f"{column} IN (SELECT decision_id FROM {touched})"
