@@ -9,8 +9,8 @@ import duckdb
 import polars as pl
 import pytest
 
+from tests.incremental import forget_state, materialization_metadata, rows, run
 from tradingmem_assets.defs.evaluation.incremental import VISIBLE_BY
-from tradingmem_assets.defs.operations.runs import run_main_job
 from tradingmem_assets.demo import write_demo_world
 from tradingmem_assets.lib import tables
 
@@ -19,18 +19,8 @@ STEPS = ("2024-03-20T00:00:00Z", "2024-03-27T00:00:00Z", "2024-04-10T00:00:00Z")
 EVALUATION_TABLES = (tables.EVALUATION_RUNS, tables.EVALUATION_PRIMARIES, tables.EVALUATION_COMPONENTS)
 
 
-def _run(instance, db, landing, as_of):
-    report = run_main_job(instance, database=str(db), landing_dir=str(landing), as_of=as_of)
-    assert report.success, report.error
-    return report
-
-
 def _evaluation_metadata(instance, run_id) -> dict:
-    for record in instance.all_logs(run_id, of_type=dg.DagsterEventType.ASSET_MATERIALIZATION):
-        m = record.dagster_event.event_specific_data.materialization
-        if m.asset_key == dg.AssetKey("evaluation_runs"):
-            return {k: v.value for k, v in m.metadata.items()}
-    raise AssertionError("evaluation_runs did not materialize")
+    return materialization_metadata(instance, run_id, "evaluation_runs")
 
 
 def _stored_check_metadata(instance, run_id) -> dict:
@@ -43,14 +33,12 @@ def _stored_check_metadata(instance, run_id) -> dict:
 
 
 def _rows(db) -> dict[str, list]:
-    with duckdb.connect(str(db), read_only=True) as con:
-        return {t: sorted(map(repr, con.execute(f"SELECT * FROM {t}").fetchall())) for t in EVALUATION_TABLES}
+    return rows(db, EVALUATION_TABLES)
 
 
 def _forget_evaluation_state(db):
     """Without the evaluation tables' recorded state, the next evaluation is a full one."""
-    with duckdb.connect(str(db)) as con:
-        con.execute(f"DELETE FROM {tables.RUN_TABLE_STATES} WHERE table_name LIKE 'main.evaluation%'")
+    forget_state(db, "main.evaluation%")
 
 
 @pytest.fixture(scope="module")
@@ -62,14 +50,14 @@ def landing(tmp_path_factory):
 
 def test_an_incremental_evaluation_equals_a_full_one(tmp_path, landing, instance):
     incremental, full = tmp_path / "incremental.duckdb", tmp_path / "full.duckdb"
-    _run(instance, incremental, landing, STEPS[0])
+    run(instance, incremental, landing, STEPS[0])
     shutil.copy(incremental, full)
     for as_of in STEPS[1:]:
-        report = _run(instance, incremental, landing, as_of)
+        report = run(instance, incremental, landing, as_of)
         metadata = _evaluation_metadata(instance, report.run_id)
         assert metadata["evaluated"].startswith("incremental since run")
         _forget_evaluation_state(full)
-        full_report = _run(instance, full, landing, as_of)
+        full_report = run(instance, full, landing, as_of)
         assert _evaluation_metadata(instance, full_report.run_id)["evaluated"].startswith("every executed")
         assert (
             _evaluation_metadata(instance, full_report.run_id)["appended_versions"]
@@ -104,16 +92,16 @@ def test_a_day_of_new_landing_rows_is_evaluated_incrementally_as_a_full_evaluati
     basis; a corrected row from before the last evaluation does not."""
     incremental, full = tmp_path / "incremental.duckdb", tmp_path / "full.duckdb"
     _landing_until(landing, tmp_path / "day1", STEPS[0])
-    _run(instance, incremental, tmp_path / "day1", STEPS[0])
+    run(instance, incremental, tmp_path / "day1", STEPS[0])
     shutil.copy(incremental, full)
     _landing_until(landing, tmp_path / "day2", STEPS[1])
-    report = _run(instance, incremental, tmp_path / "day2", STEPS[1])
+    report = run(instance, incremental, tmp_path / "day2", STEPS[1])
     metadata = _evaluation_metadata(instance, report.run_id)
     assert metadata["evaluated"].startswith("incremental since run") and metadata["appended_versions"] > 0
     # the table valid before, its rewritten decisions validated as written: it is valid as a whole
     assert _stored_check_metadata(instance, report.run_id)["validated_at_write_by_run"] == report.run_id
     _forget_evaluation_state(full)
-    _run(instance, full, tmp_path / "day2", STEPS[1])
+    run(instance, full, tmp_path / "day2", STEPS[1])
     assert _rows(incremental) == _rows(full)
     # a fill before the last evaluation corrected: the past changed, everything is evaluated again
     fills = tmp_path / "day2" / "trade_fills.parquet"
@@ -124,16 +112,16 @@ def test_a_day_of_new_landing_rows_is_evaluated_incrementally_as_a_full_evaluati
         .otherwise(pl.col("price"))
         .alias("price")
     ).write_parquet(fills)
-    report = _run(instance, incremental, tmp_path / "day2", STEPS[2])
+    report = run(instance, incremental, tmp_path / "day2", STEPS[2])
     assert _evaluation_metadata(instance, report.run_id)["evaluated"].startswith("every executed")
 
 
 def test_a_hand_edited_evaluation_table_is_evaluated_in_full(tmp_path, landing, instance):
     db = tmp_path / "w.duckdb"
-    _run(instance, db, landing, STEPS[0])
+    run(instance, db, landing, STEPS[0])
     with duckdb.connect(str(db)) as con:
         con.execute(f"DELETE FROM {tables.EVALUATION_PRIMARIES} WHERE rowid = 0")
-    report = _run(instance, db, landing, STEPS[1])
+    report = run(instance, db, landing, STEPS[1])
     assert _evaluation_metadata(instance, report.run_id)["evaluated"].startswith("every executed")
     with duckdb.connect(str(db), read_only=True) as con:  # the deleted interval is back
         (missing,) = con.execute(

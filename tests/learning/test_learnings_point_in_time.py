@@ -62,7 +62,9 @@ def _sklearn_cosines(make, corpus: list[str]) -> np.ndarray:
     return (matrix[:-1] @ matrix[-1].T).toarray().ravel()
 
 
-@pytest.mark.parametrize("make", [TfidfVectorizer, tfidf_vectorizer], ids=["sklearn_defaults", "lib_similarity"])
+@pytest.mark.parametrize(
+    "make", [TfidfVectorizer, tfidf_vectorizer], ids=["sklearn_defaults", "lib_similarity"]
+)
 @pytest.mark.parametrize("corpus", HAND_CORPORA, ids=["triggers", "letters", "stopwords"])
 def test_arrival_tfidf_matches_sklearn_fitted_on_the_corpus_of_each_instant(make, corpus):
     groups = [i % 2 for i in range(len(corpus))]

@@ -75,7 +75,9 @@ def recall_reads(world: World, as_of: datetime | None) -> dict:
             for query in QUERIES:
                 hits = search_cases(con, role, query, k=10, as_of=as_of)
                 # reflected_at is record time (when the warehouse wrote it): not part of the answer
-                out[role, query] = [{k: v for k, v in h.as_dict().items() if k != "reflected_at"} for h in hits]
+                out[role, query] = [
+                    {k: v for k, v in h.as_dict().items() if k != "reflected_at"} for h in hits
+                ]
         return out
 
     return _read(world, reads)
@@ -95,7 +97,9 @@ def test_reads_as_of_t1_on_a_later_warehouse_equal_those_of_one_built_at_t1(
     for injectable in (False, True):
         a_m = _read(warehouse_a, lambda con: methodologies_as_of(con, at, injectable=injectable))
         b_m = _read(warehouse_b, lambda con: methodologies_as_of(con, at, injectable=injectable))
-        if t1 >= "2023-06" and not injectable:  # the demo's institution runs start in 2023: methodologies exist from then
+        if (
+            t1 >= "2023-06" and not injectable
+        ):  # the demo's institution runs start in 2023: methodologies exist from then
             assert a_m.height > 0
         assert a_m.equals(b_m), f"methodologies as of {t1} (injectable={injectable}) differ"
 
@@ -105,7 +109,9 @@ def test_reads_as_of_t1_on_a_later_warehouse_equal_those_of_one_built_at_t1(
         assert a_ids <= b_ids, f"{table}: ids of A missing in B: {sorted(a_ids - b_ids)[:5]}"
 
 
-def test_a_warehouse_grown_run_by_run_equals_one_built_at_once(tmp_path_factory, landing, warehouse_b, instance):
+def test_a_warehouse_grown_run_by_run_equals_one_built_at_once(
+    tmp_path_factory, landing, warehouse_b, instance
+):
     grown = build_a(tmp_path_factory, landing, instance, T1S[0])
     for as_of in (T1S[1], T2):
         assert grown.materialize(as_of=as_of).success

@@ -2,57 +2,20 @@
 instants (or their changed facts) can change, and the tables equal a full build's (SPEC section 14)."""
 
 import shutil
-from datetime import datetime
 
-import dagster as dg
 import duckdb
 import polars as pl
 import pytest
 
+from tests.incremental import at, forget_state, materialization_metadata, rows, run, touched_count
 from tradingmem_assets.benchmark.days import landing_until
-from tradingmem_assets.defs.operations.runs import run_main_job
 from tradingmem_assets.demo import write_demo_world
 from tradingmem_assets.lib import tables
 
 # from the world's anchor back: customers open, trade, answer questionnaires and talk all along
 STEPS = ("2024-05-20T00:00:00Z", "2024-05-27T00:00:00Z", "2024-06-10T00:00:00Z")
+ASSET = "fin_customer_profile"
 COMPARED = (tables.FIN_CUSTOMER_PROFILE, tables.PROFILE_SNAPSHOTS, "main.advisor_customer_view")
-
-
-def _run(instance, db, landing, as_of):
-    report = run_main_job(instance, database=str(db), landing_dir=str(landing), as_of=as_of)
-    assert report.success, report.error
-    return report
-
-
-def _profile_metadata(instance, run_id) -> dict:
-    for record in instance.all_logs(run_id, of_type=dg.DagsterEventType.ASSET_MATERIALIZATION):
-        m = record.dagster_event.event_specific_data.materialization
-        if m.asset_key == dg.AssetKey("fin_customer_profile"):
-            return {k: v.value for k, v in m.metadata.items()}
-    raise AssertionError("fin_customer_profile did not materialize")
-
-
-def _touched(metadata) -> int:
-    assert metadata["built"].startswith("incremental since run"), metadata["built"]
-    return int(metadata["built"].split("only the ")[1].split(" ")[0])
-
-
-def _rows(db) -> dict[str, list]:
-    with duckdb.connect(str(db), read_only=True) as con:
-        return {t: sorted(map(repr, con.execute(f"SELECT * FROM {t}").fetchall())) for t in COMPARED}
-
-
-def _forget_profile_state(db):
-    """Without the profile tables' recorded state, the next build is a full one."""
-    with duckdb.connect(str(db)) as con:
-        con.execute(
-            f"DELETE FROM {tables.RUN_TABLE_STATES} WHERE table_name = '{tables.FIN_CUSTOMER_PROFILE}'"
-        )
-
-
-def _at(as_of: str) -> datetime:
-    return datetime.fromisoformat(as_of.replace("Z", "+00:00"))
 
 
 @pytest.fixture(scope="module")
@@ -66,16 +29,16 @@ def test_incremental_profiles_equal_a_full_build(tmp_path, world, instance):
     """The same landing files at later instants: transactions arrive and leave the windows, facts
     are promoted and go stale; every profile and snapshot equals the full build's."""
     incremental, full = tmp_path / "incremental.duckdb", tmp_path / "full.duckdb"
-    _run(instance, incremental, world, STEPS[0])
+    run(instance, incremental, world, STEPS[0])
     shutil.copy(incremental, full)
     for as_of in STEPS[1:]:
-        metadata = _profile_metadata(instance, _run(instance, incremental, world, as_of).run_id)
-        touched = _touched(metadata)
-        _forget_profile_state(full)
-        full_metadata = _profile_metadata(instance, _run(instance, full, world, as_of).run_id)
+        metadata = materialization_metadata(instance, run(instance, incremental, world, as_of).run_id, ASSET)
+        touched = touched_count(metadata, "built")
+        forget_state(full, tables.FIN_CUSTOMER_PROFILE)
+        full_metadata = materialization_metadata(instance, run(instance, full, world, as_of).run_id, ASSET)
         assert full_metadata["built"].startswith("every customer")
         assert full_metadata["rows_rewritten"] == metadata["rows_rewritten"]
-        assert _rows(incremental) == _rows(full)
+        assert rows(incremental, COMPARED) == rows(full, COMPARED)
         assert 0 < metadata["rows_rewritten"] <= touched < full_metadata["dagster/row_count"]
 
 
@@ -84,15 +47,15 @@ def test_a_week_of_new_landing_rows_is_built_incrementally_as_a_full_build_would
     last build does not."""
     incremental, full = tmp_path / "incremental.duckdb", tmp_path / "full.duckdb"
     landing = tmp_path / "landing"
-    landing_until(world, landing, _at(STEPS[0]))
-    _run(instance, incremental, landing, STEPS[0])
+    landing_until(world, landing, at(STEPS[0]))
+    run(instance, incremental, landing, STEPS[0])
     shutil.copy(incremental, full)
-    landing_until(world, landing, _at(STEPS[1]))
-    metadata = _profile_metadata(instance, _run(instance, incremental, landing, STEPS[1]).run_id)
-    assert _touched(metadata) > 0 and metadata["rows_rewritten"] > 0
-    _forget_profile_state(full)
-    _run(instance, full, landing, STEPS[1])
-    assert _rows(incremental) == _rows(full)
+    landing_until(world, landing, at(STEPS[1]))
+    metadata = materialization_metadata(instance, run(instance, incremental, landing, STEPS[1]).run_id, ASSET)
+    assert touched_count(metadata, "built") > 0 and metadata["rows_rewritten"] > 0
+    forget_state(full, tables.FIN_CUSTOMER_PROFILE)
+    run(instance, full, landing, STEPS[1])
+    assert rows(incremental, COMPARED) == rows(full, COMPARED)
     # a transaction before the last build corrected: the past changed, every customer is built
     path = landing / "customer_transactions.parquet"
     frame = pl.read_parquet(path)
@@ -102,13 +65,13 @@ def test_a_week_of_new_landing_rows_is_built_incrementally_as_a_full_build_would
         .otherwise(pl.col("balance_after"))
         .alias("balance_after")
     ).write_parquet(path)
-    metadata = _profile_metadata(instance, _run(instance, incremental, landing, STEPS[2]).run_id)
+    metadata = materialization_metadata(instance, run(instance, incremental, landing, STEPS[2]).run_id, ASSET)
     assert metadata["built"].startswith("every customer")
 
 
 def test_a_hand_edited_profile_is_built_in_full(tmp_path, world, instance):
     db = tmp_path / "w.duckdb"
-    _run(instance, db, world, STEPS[0])
+    run(instance, db, world, STEPS[0])
     with duckdb.connect(str(db)) as con:
         (customer_id,) = con.execute(
             f"SELECT customer_id FROM {tables.FIN_CUSTOMER_PROFILE} ORDER BY customer_id LIMIT 1"
@@ -118,5 +81,5 @@ def test_a_hand_edited_profile_is_built_in_full(tmp_path, world, instance):
             "WHERE customer_id = ?",
             [customer_id],
         )
-    metadata = _profile_metadata(instance, _run(instance, db, world, STEPS[1]).run_id)
+    metadata = materialization_metadata(instance, run(instance, db, world, STEPS[1]).run_id, ASSET)
     assert metadata["built"].startswith("every customer")

@@ -1,17 +1,19 @@
 """What an incremental asset saw: per input, a digest of the rows it could see at its ``as_of``.
 
-An asset that recomputes only what a later ``as_of`` can change (the evaluation, the role cases)
-stores its *basis* with its write, in the same transaction: per input, the row count and the sum
+An asset that recomputes only what a later ``as_of`` can change (the evaluation, the role cases,
+the customer profiles) stores its *basis* with its write, in the same transaction: per input, the row count and the sum
 of row hashes of what its SQL selects at that ``as_of``. The next run may build on the stored rows
 only while the basis *holds*: the same inputs, selected at the basis's ``as_of``, have the same
 digests now, so the landing files may have grown (one more day) or been rewritten, as long as
 nothing the earlier run could see changed. Each asset keeps only its latest basis, in its own table
-(``evaluation_basis``, ``role_cases_basis``: one row per input, declared alike).
+(``evaluation_basis``, ``role_cases_basis``, ``profile_basis``: one row per input, declared
+alike). ``usable_basis`` says whether a run may build on it; ``touched_only`` then restricts the
+asset's SQL to the keys an instant since can change.
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from datetime import datetime
 
@@ -60,7 +62,7 @@ def record_basis(
     replace_table(con, table, rows)  # the latest basis is the only one used
 
 
-def latest_basis(con: duckdb.DuckDBPyConnection, table: str, visible: Mapping[str, str]) -> Basis | None:
+def _latest_basis(con: duckdb.DuckDBPyConnection, table: str, visible: Mapping[str, str]) -> Basis | None:
     """The basis stored in ``table``, when it is one run's and names exactly these inputs."""
     if not table_exists(con, table):
         return None
@@ -70,9 +72,30 @@ def latest_basis(con: duckdb.DuckDBPyConnection, table: str, visible: Mapping[st
     return Basis(run_id=rows[0][0], as_of=rows[0][1], digests={r[2]: r[3] for r in rows})
 
 
-def holds(con: duckdb.DuckDBPyConnection, basis: Basis, visible: Mapping[str, str]) -> bool:
+def _holds(con: duckdb.DuckDBPyConnection, basis: Basis, visible: Mapping[str, str]) -> bool:
     """Whether every row the basis's run could see is still exactly there, and no other."""
     return digests(con, visible, basis.as_of) == basis.digests
+
+
+def usable_basis(
+    con: duckdb.DuckDBPyConnection,
+    table: str,
+    visible: Mapping[str, str],
+    as_of: datetime,
+    left_as_they_were: Callable[[str], bool],
+) -> Basis | None:
+    """The basis stored in ``table`` when a run at ``as_of`` may build on it: it is not later, the
+    tables it built were left as they are by its run (``left_as_they_were(run_id)``: no hand edit,
+    the same code, settings and registry), and it holds. None: build everything."""
+    basis = _latest_basis(con, table, visible)
+    if (
+        basis is not None
+        and basis.as_of <= as_of
+        and left_as_they_were(basis.run_id)
+        and _holds(con, basis, visible)
+    ):
+        return basis
+    return None
 
 
 def touched_only(touched: str | None, column: str) -> str:

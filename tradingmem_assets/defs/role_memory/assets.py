@@ -32,7 +32,7 @@ from tradingmem_assets.defs.role_memory.reflection import (
 from tradingmem_assets.defs.role_memory.stats import role_stats
 from tradingmem_assets.defs.role_memory.writes import write_cases
 from tradingmem_assets.lib import tables
-from tradingmem_assets.lib.basis import holds, latest_basis, record_basis, touched_only
+from tradingmem_assets.lib.basis import record_basis, touched_only, usable_basis
 from tradingmem_assets.lib.budget import BudgetTracker, ensure_usage_table
 from tradingmem_assets.lib.dagster_kit import table_asset, table_metadata
 from tradingmem_assets.lib.tables import raw_key
@@ -135,16 +135,14 @@ def role_memory_asset(name: str, *, deps: list, requires: tuple[str, ...], descr
 )
 def role_cases(context, warehouse, con, registry) -> dg.MaterializeResult:
     as_of = warehouse.as_of_ts
-    basis = latest_basis(con, tables.ROLE_CASES_BASIS, incremental.ADMISSION_VISIBLE)
-    since = None
-    if (
-        basis is not None
-        and basis.as_of <= as_of
-        and warehouse.unchanged.as_left_by(con, basis.run_id, incremental.KEPT_TABLES)
-        and holds(con, basis, incremental.ADMISSION_VISIBLE)
-    ):
-        since = basis.as_of
-    touched = None if since is None else incremental.touch(con, since, as_of)
+    basis = usable_basis(
+        con,
+        tables.ROLE_CASES_BASIS,
+        incremental.ADMISSION_VISIBLE,
+        as_of,
+        lambda run_id: warehouse.unchanged.as_left_by(con, run_id, incremental.KEPT_TABLES),
+    )
+    touched = None if basis is None else incremental.touch(con, basis.as_of, as_of)
     admitted = admit(con, registry, as_of, touched=touched)
     # Validated before COMMIT, from the table as written: a failure rolls back to the previous
     # table (nothing is written). Incremental: every other case is as the last run validated it.
@@ -171,7 +169,7 @@ def role_cases(context, warehouse, con, registry) -> dg.MaterializeResult:
     admitted_again = (
         "every decision that names a role (full build)"
         if touched is None
-        else f"incremental since run {basis.run_id} (as_of {since.isoformat()}): only the "
+        else f"incremental since run {basis.run_id} (as_of {basis.as_of.isoformat()}): only the "
         f"{scalar(con, f'SELECT count(*) FROM {touched}')} decisions whose chain or evaluation changed "
         "since; every row the admission reads at or before that as_of, the code, settings and "
         "registry are unchanged, so every other case holds"
