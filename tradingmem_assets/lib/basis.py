@@ -21,7 +21,7 @@ import duckdb
 import polars as pl
 
 from tradingmem_assets.lib.columns import table_dtypes
-from tradingmem_assets.lib.warehouse import replace_table, table_exists
+from tradingmem_assets.lib.warehouse import replace_table, rows_digest, table_exists
 
 
 @dataclass(frozen=True)
@@ -39,15 +39,11 @@ def visible_rows(table: str, stamped_by: str | None) -> str:
 
 
 def digests(con: duckdb.DuckDBPyConnection, visible: Mapping[str, str], as_of: datetime) -> dict[str, str]:
-    """Per input, ``count:sum(hash(row))`` of what its SQL (which may read ``$as_of``) selects."""
-    out = {}
-    for name, sql in visible.items():
-        ((digest,),) = con.execute(
-            f"SELECT count(*)::VARCHAR || ':' || coalesce(sum(hash(t)::HUGEINT), 0)::VARCHAR FROM ({sql}) t",
-            {"as_of": as_of} if "$as_of" in sql else {},
-        ).fetchall()
-        out[name] = digest
-    return out
+    """Per input, the ``rows_digest`` of what its SQL (which may read ``$as_of``) selects."""
+    return {
+        name: rows_digest(con, f"({sql})", {"as_of": as_of} if "$as_of" in sql else None)
+        for name, sql in visible.items()
+    }
 
 
 def record_basis(

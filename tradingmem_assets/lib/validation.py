@@ -18,7 +18,7 @@ from pandera.errors import SchemaError, SchemaErrors
 from tradingmem_assets.lib import tables
 from tradingmem_assets.lib.columns import table_dtypes
 from tradingmem_assets.lib.dtypes import as_utc
-from tradingmem_assets.lib.warehouse import ensure_table, table_exists
+from tradingmem_assets.lib.warehouse import ensure_table, rows_digest, table_exists
 
 FAILURE_CASES_DTYPES = pl.Schema(
     {"column": pl.String(), "check": pl.String(), "failure_case": pl.String(), "index": pl.Int64()}
@@ -195,10 +195,7 @@ def _validated_state(
     """The content of ``table`` and of the tables its invariants also read (row count and sum of
     row hashes each), and the instant they are checked at: while all are the same, so is every
     invariant's verdict. A tenth of a validation's time: hashing never leaves DuckDB."""
-    digests = [
-        "{}:{}".format(*con.execute(f"SELECT count(*), sum(hash(t)::HUGEINT) FROM {name} t").fetchone())
-        for name in (table, *reads)
-    ]
+    digests = [rows_digest(con, name) for name in (table, *reads)]
     return " ".join([*digests, *([as_of.isoformat()] if as_of is not None else [])])
 
 

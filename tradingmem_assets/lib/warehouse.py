@@ -88,6 +88,20 @@ def table_exists(con: duckdb.DuckDBPyConnection, qualified: str) -> bool:
     )
 
 
+def rows_digest_sql(row: str) -> str:
+    """The aggregate digest of a set of rows: ``count:sum of row hashes``, the same for the same
+    multiset of rows in any order (``row``: a row, a table alias, or any value standing for one)."""
+    return f"count(*)::VARCHAR || ':' || coalesce(sum(hash({row})::HUGEINT), 0)::VARCHAR"
+
+
+def rows_digest(
+    con: duckdb.DuckDBPyConnection, relation: str, params: Mapping[str, object] | None = None
+) -> str:
+    """``rows_digest_sql`` of every row of ``relation`` (a table, or a parenthesized query)."""
+    ((digest,),) = con.execute(f"SELECT {rows_digest_sql('t')} FROM {relation} t", params or {}).fetchall()
+    return digest
+
+
 def table_columns(con: duckdb.DuckDBPyConnection, qualified: str) -> list[str]:
     """The table's column names in their order; empty when it does not exist."""
     schema, _, name = qualified.rpartition(".")

@@ -44,7 +44,7 @@ from tradingmem_assets.defs.landing.invariants import LANDING_TABLES
 from tradingmem_assets.defs.operations.landing_state import LandingState
 from tradingmem_assets.lib import tables
 from tradingmem_assets.lib.dtypes import UTC_TS
-from tradingmem_assets.lib.warehouse import append_rows, ensure_table, table_exists
+from tradingmem_assets.lib.warehouse import append_rows, ensure_table, rows_digest_sql, table_exists
 from tradingmem_assets.settings import Settings
 
 RUN_INPUTS_DTYPES = pl.Schema(
@@ -175,8 +175,7 @@ def _rejects_digests(con: duckdb.DuckDBPyConnection) -> dict[str, str]:
         return {}
     return dict(
         con.execute(
-            "SELECT table_name, count(*)::VARCHAR || ':' || sum(hash(r)::HUGEINT)::VARCHAR "
-            f"FROM {tables.RAW_REJECTS} r GROUP BY table_name"
+            f"SELECT table_name, {rows_digest_sql('r')} FROM {tables.RAW_REJECTS} r GROUP BY table_name"
         ).fetchall()
     )
 

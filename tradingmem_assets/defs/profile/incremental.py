@@ -26,6 +26,7 @@ from tradingmem_assets.defs.profile.fields import BEHAVIOR_WINDOW, FACT_PREFIXES
 from tradingmem_assets.lib import tables
 from tradingmem_assets.lib.basis import visible_rows
 from tradingmem_assets.lib.sql_json import sql_literal
+from tradingmem_assets.lib.warehouse import rows_digest_sql
 
 PROFILE_VISIBLE = {
     "customers": "SELECT * FROM raw.customers WHERE opened_at IS NULL OR opened_at <= $as_of",
@@ -41,7 +42,7 @@ _KEYS = ", ".join(sql_literal(k) for k in FACT_PREFIXES)
 # per customer: what create_profiles reads of the facts and the held-back units of the profile keys
 FACT_DIGESTS_SQL = f"""
 CREATE OR REPLACE TEMP TABLE {FACT_DIGESTS} AS
-SELECT customer_id, count(*)::VARCHAR || ':' || sum(h::HUGEINT)::VARCHAR AS facts_digest
+SELECT customer_id, {rows_digest_sql("h")} AS facts_digest
 FROM (
     SELECT customer_id,
            hash(fact_key, fact_value, fact_id, source_unit_id, promoted_at, confidence, evidence_count) AS h
