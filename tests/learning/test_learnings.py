@@ -301,6 +301,9 @@ def secret_world(world: World) -> None:
             turn(f"s{i}", f"check btc funding then size a long {i}", calls, at=f"2024-06-0{i + 1} 10:00")
         )
     turns.append(turn("m1", f"my key is {SECRETS['api_key']} please research AAPLX", RESEARCH))
+    # the same message again: each distinct text is redacted once, and every turn of it gets that
+    again = f"my key is {SECRETS['api_key']} please research AAPLX"
+    turns.append(turn("m2", again, RESEARCH, at="2024-06-21 10:00"))
     turns.append(turn("r1", "research AAPLX fundamentals before earnings", RESEARCH, at="2024-06-20 10:00"))
     world.write("agent_turns", turns)
     world.write("learning_feedback", [])

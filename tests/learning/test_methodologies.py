@@ -230,10 +230,11 @@ def test_role_outputs_must_match_their_declared_schema():
             "confidence": [0.7, 1.7, 0.5, 0.5, None, 0.5, 0.5],
             "citations_valid": [True, True, True, True, False, True, True],
             "run_exists": [True, True, True, True, True, False, True],
-            "proposed_methodology": [None] * 7,
+            "has_proposal": [False] * 7,
             "started_at": [ts("2024-01-01")] * 7,
+            "cited_ids": [[]] * 7,
         },
-        schema_overrides={"proposed_methodology": pl.String, "started_at": pl.Datetime("us", "UTC")},
+        schema_overrides={"started_at": pl.Datetime("us", "UTC"), "cited_ids": pl.List(pl.String)},
     )
     valid, rejects = validate_outputs(outputs)
     assert valid["output_id"].to_list() == ["ok"]

@@ -40,6 +40,7 @@ from tradingmem_assets.defs.learning.events import (
 )
 from tradingmem_assets.defs.learning.role_outputs import (
     read_outputs,
+    read_proposals,
     run_citations,
     run_decisions,
     validate_outputs,
@@ -245,8 +246,7 @@ def build_methodology_state(
     min_uses: int,
 ) -> MethodologyState:
     """Recompute the whole methodology state from ``raw.*`` (institution runs, outputs, injections, bars)."""
-    outputs = read_outputs(con, as_of)
-    valid, rejects = validate_outputs(outputs)
+    valid, rejects = validate_outputs(read_outputs(con, as_of))
     runs = read_frame(
         con,
         "SELECT run_id, started_at, symbol, kind FROM raw.institution_runs WHERE started_at <= $1",
@@ -259,9 +259,8 @@ def build_methodology_state(
         "WHERE injected_at <= $1",
         [as_of],
     )
-
     proposals = (
-        outputs.filter(pl.col("proposed_methodology").is_not_null() & pl.col("run_exists"))
+        read_proposals(con, as_of)
         .join(
             rejects.select("output_id", pl.col("reason").alias("output_reason")), on="output_id", how="left"
         )

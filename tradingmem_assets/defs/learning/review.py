@@ -195,14 +195,13 @@ def review_turns(
     frame = frame.with_columns(outcome.alias("outcome"), reason.alias("reason"))
     candidates = frame.filter(pl.col("outcome").is_null())
     if candidates.height:
-        triggers = [redact_text(m.strip())[0] for m in candidates.get_column("user_message").to_list()]
+        messages = candidates.get_column("user_message").to_list()
+        # redaction is a pure function of the text: each distinct message is redacted once
+        redacted = {m: redact_text(m.strip())[0] for m in dict.fromkeys(messages)}
+        triggers = [redacted[m] for m in messages]
         ids = [
             learning_id_for(m, names)
-            for m, names in zip(
-                candidates.get_column("user_message").to_list(),
-                candidates.get_column("tool_names").to_list(),
-                strict=True,
-            )
+            for m, names in zip(messages, candidates.get_column("tool_names").to_list(), strict=True)
         ]
     else:
         triggers, ids = [], []

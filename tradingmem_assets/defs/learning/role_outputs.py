@@ -31,11 +31,14 @@ ROLE_OUTPUT_SCHEMA_NAMES: dict[str, str] = {
 }
 
 INSTITUTION_OUTPUT_REJECTS_DTYPES = table_dtypes(tables.INSTITUTION_OUTPUT_REJECTS)
+VALIDATION_SLICE_ROWS = 500_000  # outputs validated by Pandera at once
 
+# Narrow: what validation, decisions and citations read (a proposal's text is read on its own,
+# ``read_proposals``: at SF 30 the 3.6 million outputs with their JSON texts took gigabytes).
 _OUTPUTS_SQL = """
 SELECT o.output_id, o.run_id, o.role, o.schema, o.action, o.confidence,
-       o.cited_methodology_ids, o.proposed_methodology,
-       r.run_id IS NOT NULL AS run_exists, r.kind, r.started_at, r.symbol,
+       o.proposed_methodology IS NOT NULL AS has_proposal,
+       r.run_id IS NOT NULL AS run_exists, r.started_at,
        CASE WHEN o.cited_methodology_ids IS NULL THEN []::VARCHAR[]
             ELSE list_distinct(json_extract_string(o.cited_methodology_ids, '$[*]')) END AS cited_ids,
        o.cited_methodology_ids IS NULL OR coalesce(list_bool_and(list_transform(
@@ -46,6 +49,14 @@ LEFT JOIN raw.institution_runs r ON r.run_id = o.run_id
 WHERE r.run_id IS NULL OR r.started_at <= $1
 ORDER BY o.output_id
 """
+# the outputs of known runs started at or before as_of that propose a methodology
+_PROPOSALS_SQL = """
+SELECT o.output_id, o.run_id, r.started_at, o.proposed_methodology
+FROM raw.institution_role_outputs o
+JOIN raw.institution_runs r ON r.run_id = o.run_id
+WHERE r.started_at <= $1 AND o.proposed_methodology IS NOT NULL
+ORDER BY o.output_id
+"""
 
 
 def read_outputs(con: duckdb.DuckDBPyConnection, as_of: datetime) -> pl.DataFrame:
@@ -53,8 +64,14 @@ def read_outputs(con: duckdb.DuckDBPyConnection, as_of: datetime) -> pl.DataFram
     return read_frame(con, _OUTPUTS_SQL, [as_of])
 
 
+def read_proposals(con: duckdb.DuckDBPyConnection, as_of: datetime) -> pl.DataFrame:
+    """The proposing outputs of known runs started at or before ``as_of``, with the proposal's text."""
+    return read_frame(con, _PROPOSALS_SQL, [as_of])
+
+
 def validate_outputs(outputs: pl.DataFrame) -> tuple[pl.DataFrame, pl.DataFrame]:
-    """(valid outputs, rejects): every output checked against its role's declared schema."""
+    """(valid outputs, in the order of ``outputs``; rejects): every output checked against its role's
+    declared schema."""
     reasons: list[pl.DataFrame] = []
     indexed = outputs.with_row_index("_idx").with_columns(pl.col("_idx").cast(pl.Int64))
     expected = pl.col("role").replace_strict(ROLE_OUTPUT_SCHEMA_NAMES, default=None, return_dtype=pl.String)
@@ -77,25 +94,29 @@ def validate_outputs(outputs: pl.DataFrame) -> tuple[pl.DataFrame, pl.DataFrame]
         )
     )
     for name, schema in ROLE_OUTPUT_INVARIANTS.items():
-        subset = indexed.filter((pl.col("_expected") == name) & (pl.col("schema") == name))
-        if subset.height == 0:
-            continue
-        try:
-            schema.validate(subset.select(list(schema.columns)), lazy=True)
-        except Exception as err:  # pandera SchemaErrors: failure cases with row indexes
-            cases = getattr(err, "failure_cases", None)
-            if cases is None:
-                raise
-            idx_map = subset.get_column("_idx")
-            bad = cases.filter(pl.col("index").is_not_null()).select(
-                pl.col("index").cast(pl.Int64),
-                pl.format("{}.{}: {}", pl.lit(name), pl.col("column"), pl.col("check")).alias("reason"),
-            )
-            reasons.append(
-                bad.with_columns(idx_map.gather(bad.get_column("index")).alias("_idx")).select(
-                    "_idx", "reason"
+        subset = (
+            indexed.lazy()
+            .filter((pl.col("_expected") == name) & (pl.col("schema") == name))
+            .select("_idx", *schema.columns)
+            .collect()
+        )
+        # in slices: Pandera's intermediates over millions of rows cost several times the rows
+        for chunk in subset.iter_slices(VALIDATION_SLICE_ROWS):
+            try:
+                schema.validate(chunk.drop("_idx"), lazy=True)
+            except Exception as err:  # pandera SchemaErrors: failure cases with row indexes
+                cases = getattr(err, "failure_cases", None)
+                if cases is None:
+                    raise
+                bad = cases.filter(pl.col("index").is_not_null()).select(
+                    pl.col("index").cast(pl.Int64),
+                    pl.format("{}.{}: {}", pl.lit(name), pl.col("column"), pl.col("check")).alias("reason"),
                 )
-            )
+                reasons.append(
+                    bad.with_columns(
+                        chunk.get_column("_idx").gather(bad.get_column("index")).alias("_idx")
+                    ).select("_idx", "reason")
+                )
     all_reasons = (
         pl.concat([r.cast({"_idx": pl.Int64, "reason": pl.String}) for r in reasons])
         .unique(maintain_order=True)
@@ -103,7 +124,14 @@ def validate_outputs(outputs: pl.DataFrame) -> tuple[pl.DataFrame, pl.DataFrame]
         .agg(pl.col("reason").sort().str.join("; "))
     )
     rejected = indexed.join(all_reasons, on="_idx", how="inner")
-    valid = indexed.join(all_reasons, on="_idx", how="anti").drop("_idx", "_expected")
+    # only what decisions and citations read (a copy of every column would double the outputs),
+    # in the order of ``outputs``
+    valid = (
+        indexed.lazy()
+        .filter(~pl.col("_idx").is_in(all_reasons.get_column("_idx").implode()))
+        .select("output_id", "run_id", "role", "action", "cited_ids")
+        .collect()
+    )
     rejects = (
         rejected.select(
             "output_id",
@@ -111,13 +139,13 @@ def validate_outputs(outputs: pl.DataFrame) -> tuple[pl.DataFrame, pl.DataFrame]
             "role",
             "schema",
             "reason",
-            pl.col("proposed_methodology").is_not_null().alias("has_proposal"),
+            "has_proposal",
             "started_at",
         )
         .cast(INSTITUTION_OUTPUT_REJECTS_DTYPES)  # type: ignore[arg-type]
         .sort("output_id")
     )
-    return valid.sort("output_id"), rejects
+    return valid, rejects
 
 
 def run_decisions(valid: pl.DataFrame) -> pl.DataFrame:
