@@ -77,3 +77,24 @@ def test_the_landing_folder_as_it_stood_keeps_the_rows_stamped_by_then(tmp_path)
     assert then.get_column("fill_id").to_list() == ["f1", "f2", "f4"] and kept == {"trade_fills": 3}
     assert pl.read_parquet(tmp_path / "then" / "no_stamp.parquet").height == 1  # no arrival column
     assert (tmp_path / "then" / "customers.csv").read_text() == (source / "customers.csv").read_text()
+
+
+def test_a_repetitions_peak_is_its_own_not_its_parents():
+    """ru_maxrss survives fork and exec: a child started by a parent holding 600 MB would report
+    them. The peak the benchmark reports is the child's own address space's."""
+    import subprocess
+    import sys
+
+    from tradingmem_assets.benchmark import peak_rss_mb
+
+    held = bytearray(600 * 1024 * 1024)  # touched: resident in this process
+    held[::4096] = b"x" * len(held[::4096])
+    assert peak_rss_mb() > 600
+    child = subprocess.run(
+        [sys.executable, "-c", "from tradingmem_assets.benchmark import peak_rss_mb; print(peak_rss_mb())"],
+        capture_output=True,
+        text=True,
+        check=True,
+    )
+    assert float(child.stdout) < 300, child.stdout
+    del held

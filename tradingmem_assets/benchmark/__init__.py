@@ -28,9 +28,18 @@ from pathlib import Path
 from typing import Any
 
 
-def _peak_rss_mb() -> float:
-    # ru_maxrss is in KiB on Linux
-    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+def peak_rss_mb() -> float:
+    """This process's peak RSS. On Linux, VmHWM of its own address space: ``ru_maxrss`` survives
+    fork and exec, so a repetition started by a parent that holds the generated world (gigabytes
+    at SF 30) would report the parent's peak instead of its own."""
+    try:
+        with open("/proc/self/status", encoding="ascii") as status:
+            for line in status:
+                if line.startswith("VmHWM:"):
+                    return int(line.split()[1]) / 1024  # kB
+    except OSError:
+        pass
+    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024  # KiB on Linux, bytes on macOS
 
 
 def run_once(landing_dir: Path, database: Path, as_of: str, next_day: tuple[Path, str] | None = None) -> dict:
@@ -45,7 +54,7 @@ def run_once(landing_dir: Path, database: Path, as_of: str, next_day: tuple[Path
             "error": report.error,
             "end_to_end_s": round(report.seconds, 3),
             "step_s": {k: round(v, 3) for k, v in sorted(report.step_seconds.items())},
-            "peak_rss_mb": round(_peak_rss_mb(), 1),  # the main job's: the probes come after
+            "peak_rss_mb": round(peak_rss_mb(), 1),  # the main job's: the probes come after
         }
         for name, probe in PROBES.items():
             try:
@@ -58,7 +67,7 @@ def run_once(landing_dir: Path, database: Path, as_of: str, next_day: tuple[Path
             out["incremental"] = _incremental(
                 instance, database, landing_dir, as_of, next_day, report.seconds
             )
-    out["peak_rss_all_mb"] = round(_peak_rss_mb(), 1)  # with the probes and the incremental runs
+    out["peak_rss_all_mb"] = round(peak_rss_mb(), 1)  # with the probes and the incremental runs
     return out
 
 
