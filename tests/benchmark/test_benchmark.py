@@ -1,10 +1,12 @@
 """The benchmark runs end to end at a tiny scale and reports every figure SPEC section 14 asks for."""
 
+import subprocess
+import sys
 from datetime import UTC, datetime
 
 import polars as pl
 
-from tradingmem_assets.benchmark import benchmark, format_report, fresh_run_dir
+from tradingmem_assets.benchmark import benchmark, format_report, fresh_run_dir, peak_rss_mb
 from tradingmem_assets.benchmark.days import landing_until, last_weekday
 
 
@@ -82,11 +84,6 @@ def test_the_landing_folder_as_it_stood_keeps_the_rows_stamped_by_then(tmp_path)
 def test_a_repetitions_peak_is_its_own_not_its_parents():
     """ru_maxrss survives fork and exec: a child started by a parent holding 600 MB would report
     them. The peak the benchmark reports is the child's own address space's."""
-    import subprocess
-    import sys
-
-    from tradingmem_assets.benchmark import peak_rss_mb
-
     held = bytearray(600 * 1024 * 1024)  # touched: resident in this process
     held[::4096] = b"x" * len(held[::4096])
     assert peak_rss_mb() > 600
@@ -97,4 +94,3 @@ def test_a_repetitions_peak_is_its_own_not_its_parents():
         check=True,
     )
     assert float(child.stdout) < 300, child.stdout
-    del held

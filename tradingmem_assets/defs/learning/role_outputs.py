@@ -31,7 +31,6 @@ ROLE_OUTPUT_SCHEMA_NAMES: dict[str, str] = {
 }
 
 INSTITUTION_OUTPUT_REJECTS_DTYPES = table_dtypes(tables.INSTITUTION_OUTPUT_REJECTS)
-VALIDATION_SLICE_ROWS = 500_000  # outputs validated by Pandera at once
 
 # Narrow: what validation, decisions and citations read (a proposal's text is read on its own,
 # ``read_proposals``: at SF 30 the 3.6 million outputs with their JSON texts took gigabytes).
@@ -100,23 +99,23 @@ def validate_outputs(outputs: pl.DataFrame) -> tuple[pl.DataFrame, pl.DataFrame]
             .select("_idx", *schema.columns)
             .collect()
         )
-        # in slices: Pandera's intermediates over millions of rows cost several times the rows
-        for chunk in subset.iter_slices(VALIDATION_SLICE_ROWS):
-            try:
-                schema.validate(chunk.drop("_idx"), lazy=True)
-            except Exception as err:  # pandera SchemaErrors: failure cases with row indexes
-                cases = getattr(err, "failure_cases", None)
-                if cases is None:
-                    raise
-                bad = cases.filter(pl.col("index").is_not_null()).select(
-                    pl.col("index").cast(pl.Int64),
-                    pl.format("{}.{}: {}", pl.lit(name), pl.col("column"), pl.col("check")).alias("reason"),
-                )
-                reasons.append(
-                    bad.with_columns(
-                        chunk.get_column("_idx").gather(bad.get_column("index")).alias("_idx")
-                    ).select("_idx", "reason")
-                )
+        if subset.height == 0:
+            continue
+        try:
+            schema.validate(subset.drop("_idx"), lazy=True)
+        except Exception as err:  # pandera SchemaErrors: failure cases with row indexes
+            cases = getattr(err, "failure_cases", None)
+            if cases is None:
+                raise
+            bad = cases.filter(pl.col("index").is_not_null()).select(
+                pl.col("index").cast(pl.Int64),
+                pl.format("{}.{}: {}", pl.lit(name), pl.col("column"), pl.col("check")).alias("reason"),
+            )
+            reasons.append(
+                bad.with_columns(
+                    subset.get_column("_idx").gather(bad.get_column("index")).alias("_idx")
+                ).select("_idx", "reason")
+            )
     all_reasons = (
         pl.concat([r.cast({"_idx": pl.Int64, "reason": pl.String}) for r in reasons])
         .unique(maintain_order=True)
