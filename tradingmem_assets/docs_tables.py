@@ -21,6 +21,7 @@ TABLE_DOCS: dict[str, TableDoc] = {doc.table: doc for _, docs in DOMAINS for doc
 # tables an asset writes besides its own (the asset's own table is named after it)
 ALSO_WRITTEN_BY = {
     tables.RAW_REJECTS: "every landing asset (raw/*)",
+    tables.LANDING_INGESTS: "every landing asset (raw/*)",
     tables.ROLE_RECALL_INDEX: "role_cases and role_reflections",
     tables.LLM_USAGE: "role_reflections (the optional LLM reflector)",
     tables.LEARNING_DELETIONS: "`tradingmem learnings delete` (read by learnings)",

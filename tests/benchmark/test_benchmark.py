@@ -38,9 +38,13 @@ def test_a_tiny_benchmark_reports_times_memory_recall_audit_and_the_bare_sql_rat
     assert kept.get_column("ts").max() <= day < grown.get_column("ts").max() <= next_day
     # the next day grew the repetition's own folder in place: only the grown files were ingested
     assert pl.read_parquet(tmp_path / "run0" / "landing" / "customer_transactions.parquet").equals(grown)
-    assert incremental["replay_ingested"] == [] and incremental["quiet_day_ingested"] == []
-    assert "customer_transactions" in incremental["next_day_ingested"]
+    assert incremental["replay_ingested"] == {} and incremental["quiet_day_ingested"] == {}
     assert set(incremental["next_day_ingested"]) == set(report["next_day_landed_rows"])
+    # the files grew at their end, as a feed appends: only their new rows were read, except the
+    # positions', whose earlier rows changed (a position that closed since)
+    ingested = incremental["next_day_ingested"]
+    assert ingested.pop("position_lifecycles", "whole") == "whole"
+    assert "customer_transactions" in ingested and set(ingested.values()) == {"appended"}
 
 
 def test_each_repetition_starts_on_an_empty_folder_even_in_a_reused_workdir(tmp_path):
@@ -67,16 +71,21 @@ def test_the_next_day_is_a_weekday_before_the_anchor():
 def test_the_landing_folder_as_it_stood_keeps_the_rows_stamped_by_then(tmp_path):
     source = tmp_path / "world"
     source.mkdir()
-    stamps = [datetime(2024, 6, d, 12, tzinfo=UTC) for d in (26, 27, 28)] + [None]
-    pl.DataFrame({"fill_id": ["f1", "f2", "f3", "f4"], "filled_at": stamps}).write_parquet(
+    stamps = [datetime(2024, 6, d, 12, tzinfo=UTC) for d in (27, 26, 28, 26)] + [None]
+    pl.DataFrame({"fill_id": ["f1", "f2", "f3", "f5", "f4"], "filled_at": stamps}).write_parquet(
         source / "trade_fills.parquet"
     )
     pl.DataFrame({"profile_id": ["p"], "created_at": [stamps[2]]}).write_parquet(source / "no_stamp.parquet")
     (source / "customers.csv").write_text("customer_id,opened_at\nc1,2024-06-28T12:00:00Z\n")
     kept = landing_until(source, tmp_path / "then", datetime(2024, 6, 27, 12, tzinfo=UTC))
     then = pl.read_parquet(tmp_path / "then" / "trade_fills.parquet")
-    # at the instant is in; a row without its instant is kept (the landing rejects it either way)
-    assert then.get_column("fill_id").to_list() == ["f1", "f2", "f4"] and kept == {"trade_fills": 3}
+    # at the instant is in; a row without its instant is kept (the landing rejects it either way);
+    # in the order the rows arrived, those without an instant first, ties in the world's order
+    assert then.get_column("fill_id").to_list() == ["f4", "f2", "f5", "f1"] and kept == {"trade_fills": 4}
+    # a day later the file is the same rows, then the day's: a feed's file, grown at its end
+    landing_until(source, tmp_path / "later", datetime(2024, 6, 28, 12, tzinfo=UTC))
+    later = pl.read_parquet(tmp_path / "later" / "trade_fills.parquet")
+    assert later.head(then.height).equals(then) and later.get_column("fill_id")[-1] == "f3"
     assert pl.read_parquet(tmp_path / "then" / "no_stamp.parquet").height == 1  # no arrival column
     assert (tmp_path / "then" / "customers.csv").read_text() == (source / "customers.csv").read_text()
 

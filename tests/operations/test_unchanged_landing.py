@@ -2,14 +2,18 @@
 change (same file content, code and settings; raw table and rejects as the last run left them),
 says so in the materialization, and leaves the warehouse as a full ingestion would."""
 
+import shutil
+from datetime import datetime
+
 import dagster as dg
 import duckdb
 import polars as pl
 import pytest
 
-from tests.operations.test_replay import _run
+from tests.operations.test_replay import AS_OF, _run
+from tradingmem_assets.benchmark.days import landing_until, last_weekday
 from tradingmem_assets.defs.landing.invariants import LANDING_TABLES
-from tradingmem_assets.defs.operations.runs import run_main_job
+from tradingmem_assets.defs.operations.runs import landing_ingested, run_main_job
 from tradingmem_assets.demo import write_demo_world
 from tradingmem_assets.lib import tables
 
@@ -94,3 +98,33 @@ def test_a_changed_file_or_a_hand_edited_raw_table_or_rejects_is_ingested_again(
             f"SELECT count(*) FROM {tables.RAW_REJECTS} WHERE table_name = ?", [table]
         ).fetchall()[0][0]
     assert restored == metadata[table]["rejected"] == before  # the deleted reject is back
+
+
+def test_a_next_days_grown_files_are_read_from_their_new_rows_and_equal_a_full_ingest(
+    world, instance, tmp_path_factory
+):
+    """A feed's files one day later: the same rows, then the day's. Each grown file is read from its
+    first new row (the positions', whose earlier rows changed, whole), and raw equals a full build's."""
+    day, next_day = last_weekday(datetime.fromisoformat(AS_OF))
+    landing = world / "feed"
+    first_rows = landing_until(world / "landing", landing, day)
+    first = run_main_job(
+        instance, database=str(world / "w.duckdb"), landing_dir=str(landing), as_of=day.isoformat()
+    )
+    assert first.success, first.error
+    grown = landing_until(world / "landing", world / "next_day", next_day)
+    shutil.copytree(world / "next_day", landing, dirs_exist_ok=True)
+    later = run_main_job(
+        instance, database=str(world / "w.duckdb"), landing_dir=str(landing), as_of=next_day.isoformat()
+    )
+    assert later.success, later.error
+    ingested = landing_ingested(instance, later.run_id)
+    # a file that did not change is kept (the positions' may change without growing)
+    grew = {t for t, n in grown.items() if n > first_rows[t]}
+    assert grew <= set(ingested) <= grew | {"position_lifecycles"}
+    assert ingested.pop("position_lifecycles", "whole") == "whole"
+    assert "customer_transactions" in ingested and set(ingested.values()) == {"appended"}
+    fresh = tmp_path_factory.mktemp("fresh") / "w.duckdb"
+    report = run_main_job(instance, database=str(fresh), landing_dir=str(landing), as_of=next_day.isoformat())
+    assert report.success, report.error
+    assert _raw_rows(world / "w.duckdb") == _raw_rows(fresh)

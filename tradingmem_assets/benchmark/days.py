@@ -7,6 +7,10 @@ the rows stamped at or before it, the others are copied whole (their rows carry 
 instant, or, for the CSV files, a cut would rewrite the text the landing reads). A position's row
 is the only one that changes after it arrives: it is kept as it stood then, still open when it
 closed later.
+
+The files are written in the order their rows arrived, as a feed appends them: the next day's file
+starts with the earlier day's rows, unchanged and in the same order (the landing reads only the
+rows after them: ``defs/landing/appended.py``), except the positions, whose earlier rows change.
 """
 
 from __future__ import annotations
@@ -67,8 +71,12 @@ def landing_until(source: Path, target: Path, until: datetime) -> dict[str, int]
         if scan is None or column is None or not scan.collect_schema().get(column, pl.Null).is_temporal():
             shutil.copy(path, target / path.name)
             continue
-        # a row without its instant is kept: the landing rejects it, on both days alike
-        frame = scan.filter(pl.col(column).is_null() | (pl.col(column) <= until))
+        # a row without its instant is kept: the landing rejects it, on both days alike. The rows
+        # are in the order they arrived, as a feed appends them (those without an instant first),
+        # so a later day's file is the earlier one with that day's rows after it
+        frame = scan.filter(pl.col(column).is_null() | (pl.col(column) <= until)).sort(
+            column, nulls_last=False, maintain_order=True
+        )
         if table == "position_lifecycles":
             frame = positions_as_known(frame, until)
         frame = frame.collect()

@@ -100,6 +100,11 @@ class WarehouseResource(DuckDBResource):
         return self._replay_of
 
     @property
+    def code_fingerprint(self) -> str | None:
+        """The fingerprint of the code, settings and role registry of a main job run (else None)."""
+        return self._fingerprints.get("*")
+
+    @property
     def unchanged(self) -> replay.Unchanged:
         """The tables exactly as the latest successful main job run left them, from the same inputs
         (a landing table: the same file content; see ``operations/replay.py``)."""

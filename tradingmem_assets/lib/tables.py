@@ -25,6 +25,7 @@ def main_table(name: str) -> str:
 
 # landing
 RAW_REJECTS = "main.raw_rejects"
+LANDING_INGESTS = "main.landing_ingests"
 # the landing tables that link a decision to its execution: decision, preview, consumption, execution
 EXECUTION_CHAIN = ("trading_decisions", "trade_previews", "preview_consumptions", "trade_executions")
 # evaluation

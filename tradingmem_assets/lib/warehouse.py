@@ -88,10 +88,12 @@ def table_exists(con: duckdb.DuckDBPyConnection, qualified: str) -> bool:
     )
 
 
-def rows_digest_sql(row: str) -> str:
+def rows_digest_sql(row: str, where: str | None = None) -> str:
     """The aggregate digest of a set of rows: ``count:sum of row hashes``, the same for the same
-    multiset of rows in any order (``row``: a row, a table alias, or any value standing for one)."""
-    return f"count(*)::VARCHAR || ':' || coalesce(sum(hash({row})::HUGEINT), 0)::VARCHAR"
+    multiset of rows in any order (``row``: a row, a table alias, or any value standing for one;
+    ``where``: of only the rows it holds for)."""
+    only = f" FILTER (WHERE {where})" if where else ""
+    return f"count(*){only}::VARCHAR || ':' || coalesce(sum(hash({row})::HUGEINT){only}, 0)::VARCHAR"
 
 
 def rows_digest(

@@ -6,12 +6,8 @@ from pathlib import Path
 import dagster as dg
 import polars as pl
 
-from tradingmem_assets.defs.landing.ingest import (
-    LandingFileError,
-    count_landing_rows,
-    find_landing_file,
-    ingest_into,
-)
+from tradingmem_assets.defs.landing.appended import land
+from tradingmem_assets.defs.landing.ingest import LandingFileError, count_landing_rows, find_landing_file
 from tradingmem_assets.defs.landing.invariants import LANDING_TABLES, RAW_REJECTS_DTYPES, LandingTable
 from tradingmem_assets.defs.resources import WarehouseResource
 from tradingmem_assets.lib import tables
@@ -87,8 +83,7 @@ def _landing_asset(spec: LandingTable) -> dg.AssetsDefinition:
             else:
                 with warehouse.connect() as con, transaction(con):
                     ensure_table(con, tables.RAW_REJECTS, pl.DataFrame(schema=RAW_REJECTS_DTYPES))
-                    con.execute(f"DELETE FROM {tables.RAW_REJECTS} WHERE table_name = ?", [spec.name])
-                    ingested = ingest_into(con, landing_dir, spec.name)
+                    ingested, how = land(con, landing_dir, spec.name, warehouse.code_fingerprint)
                     counts = _stored_counts(con, spec.name)
                 rows_read, source_file = ingested.rows_read, ingested.source_file
                 filled = ingested.filled_columns
@@ -97,6 +92,7 @@ def _landing_asset(spec: LandingTable) -> dg.AssetsDefinition:
                 extra = {
                     "source_file": dg.MetadataValue.text(source_file or "(none: empty table)"),
                     "columns_filled_with_null": ", ".join(filled) or "(none)",
+                    "ingested": dg.MetadataValue.text(how),
                 }
         except LandingFileError as exc:
             raise dg.Failure(description=str(exc)) from exc

@@ -11,6 +11,10 @@ the Pandera schema ``invariants.landing_schema`` translated to SQL (``value_reas
 same reason text, the same treatment of nulls and NaN); among otherwise valid rows the first row
 of a key wins and the later ones are ``duplicate_key``. Only the rejected rows come back to Python,
 where their raw values are written as JSON.
+
+A file that grew at its end since its last ingest (``appended.py`` decides when that is known) is
+read from its first new row: the kept rows stay, and a valid new row whose key a kept row holds
+is ``duplicate_key``, as it would be in a whole ingest.
 """
 
 from __future__ import annotations
@@ -34,7 +38,14 @@ from tradingmem_assets.defs.landing.invariants import (
 )
 from tradingmem_assets.lib import tables
 from tradingmem_assets.lib.sql_json import sql_identifier, sql_literal
-from tradingmem_assets.lib.warehouse import append_rows, read_frame, replace_table, scalar
+from tradingmem_assets.lib.warehouse import (
+    append_rows,
+    read_frame,
+    replace_table,
+    rows_digest_sql,
+    scalar,
+    table_exists,
+)
 
 ROW = "__row_number"
 RAGGED = "__ragged_line"
@@ -46,6 +57,15 @@ class LandingFileError(RuntimeError):
 
 
 @dataclass(frozen=True)
+class Kept:
+    """What the last ingest of a table read: its file's columns, rows and their digest, in order."""
+
+    columns: tuple[str, ...]
+    rows: int
+    source_digest: str
+
+
+@dataclass(frozen=True)
 class IngestResult:
     table: str
     source_file: str | None
@@ -53,6 +73,9 @@ class IngestResult:
     accepted: int
     rejects: pl.DataFrame
     filled_columns: tuple[str, ...]
+    columns: tuple[str, ...] = ()
+    source_digest: str = ""  # of every row read, as read and in order
+    read_after: int = 0  # the rows kept from the last ingest (0: the file was ingested whole)
 
     @property
     def rejected(self) -> int:
@@ -159,8 +182,9 @@ def _source(con: duckdb.DuckDBPyConnection, path: Path, spec: LandingTable) -> I
         con.unregister(SOURCE)
 
 
-def _typing_sql(spec: LandingTable, present: set[str], ragged: bool) -> str:
-    """Every row of the file, typed, with the list of reasons it is refused for (empty if none)."""
+def _typing_sql(spec: LandingTable, present: set[str], ragged: bool, after: int) -> str:
+    """Every row of the file after row ``after``, typed, with the list of reasons it is refused
+    for (empty if none)."""
     typed, failed = [ROW], []
     for col in spec.columns:
         q = sql_identifier(col.name)
@@ -196,50 +220,77 @@ def _typing_sql(spec: LandingTable, present: set[str], ragged: bool) -> str:
     inner = ", ".join(typed + flags + carried)
     return (
         f"SELECT {', '.join([ROW, *map(sql_identifier, spec.column_names)])}, {listed} AS __reasons "
-        f"FROM (SELECT {inner} FROM {SOURCE})"
+        f"FROM (SELECT {inner} FROM {SOURCE} WHERE {ROW} > {int(after)})"
     )
 
 
-def ingest_into(con: duckdb.DuckDBPyConnection, landing_dir: Path, table: str) -> IngestResult:
-    """Ingest ``<table>.parquet|csv`` from the landing folder into ``raw.<table>`` (replaced) and
-    append its rejects to ``raw_rejects``; no file means an empty table. Call inside a transaction
-    (with the table's earlier rejects deleted)."""
+def ingest_into(
+    con: duckdb.DuckDBPyConnection, landing_dir: Path, table: str, kept: Kept | None = None
+) -> IngestResult:
+    """Ingest ``<table>.parquet|csv`` from the landing folder into ``raw.<table>`` and its rejects
+    into ``raw_rejects``; no file means an empty table. Whole, the table and the table's rejects
+    are replaced; with ``kept`` (what the last ingest read, with ``raw.<table>`` and its rejects
+    as it left them) and a file that starts with exactly those rows, only the rows after them are
+    ingested. Call inside a transaction."""
     spec = LANDING_TABLES[table]
     raw = tables.raw_table(table)
     path = find_landing_file(Path(landing_dir), table)
     if path is None:
+        _forget_rejects(con, table)
         replace_table(con, raw, spec.empty())
         return IngestResult(table, None, 0, 0, pl.DataFrame(schema=RAW_REJECTS_DTYPES), ())
-    with _source(con, path, spec) as columns:
+    with _source(con, path, spec) as source_columns:
+        ragged = path.suffix == ".csv" and {RAGGED, RAGGED + "_reason"} <= set(source_columns)
+        columns = tuple(c for c in source_columns if c not in (RAGGED, RAGGED + "_reason"))
         present = set(columns) & set(spec.column_names)
         missing = tuple(c.name for c in spec.columns if c.name not in present)
         required_missing = [c.name for c in spec.columns if c.name in missing and not c.nullable]
-        rows_read = scalar(con, f"SELECT count(*) FROM {SOURCE}")
-        ragged = path.suffix == ".csv" and {RAGGED, RAGGED + "_reason"} <= set(columns)
+        after = kept.rows if kept is not None and kept.columns == columns else 0
+        # each row as read, with its number (and a ragged line's text): the digest is of the order too
+        row = ", ".join([f"s.{ROW}", *(f"s.{sql_identifier(c)}" for c in columns if c in present)])
+        row += f", s.{RAGGED}" if ragged else ", NULL"
+        with _reading(path, (duckdb.IOException, duckdb.InvalidInputException)):
+            ((rows_read, prefix, digest),) = con.execute(
+                f"SELECT count(*), {rows_digest_sql(row, f's.{ROW} <= {int(after)}')}, "
+                f"{rows_digest_sql(row)} FROM {SOURCE} s"
+            ).fetchall()
+        if kept is None or rows_read < after or prefix != kept.source_digest:
+            after = 0
         if required_missing and rows_read:
             raise LandingFileError(
                 f"landing file {path} lacks required column(s) {', '.join(required_missing)} of table {table}"
             )
+        if not after:
+            _forget_rejects(con, table)
         try:
             # the Parquet file is scanned here: a corrupt page fails the file, not the code
             with _reading(path, (duckdb.IOException, duckdb.InvalidInputException)):
-                accepted = _split(con, spec, raw, present, ragged)
+                accepted = _split(con, spec, raw, present, ragged, after)
                 rejects = _rejects(con, spec, present, str(path), ragged)
         finally:
             con.execute(f"DROP TABLE IF EXISTS {TYPED}")
             con.execute(f"DROP TABLE IF EXISTS {REJECTED}")
     append_rows(con, tables.RAW_REJECTS, rejects)
-    return IngestResult(table, str(path), rows_read, accepted, rejects, missing)
+    return IngestResult(table, str(path), rows_read, accepted, rejects, missing, columns, digest, after)
+
+
+def _forget_rejects(con: duckdb.DuckDBPyConnection, table: str) -> None:
+    """Delete the table's rows of ``raw_rejects`` (a whole ingest writes them all again)."""
+    if table_exists(con, tables.RAW_REJECTS):
+        con.execute(f"DELETE FROM {tables.RAW_REJECTS} WHERE table_name = ?", [table])
 
 
 def _split(
-    con: duckdb.DuckDBPyConnection, spec: LandingTable, raw: str, present: set[str], ragged: bool
+    con: duckdb.DuckDBPyConnection, spec: LandingTable, raw: str, present: set[str], ragged: bool, after: int
 ) -> int:
-    """Type every row (``_tm_landing_typed``), decide the rejected ones with their reasons
-    (``_tm_landing_rejected``) and write the others to ``raw``, in file order; the rows accepted."""
-    con.execute(f"CREATE OR REPLACE TEMP TABLE {TYPED} AS {_typing_sql(spec, present, ragged)}")
+    """Type every row after row ``after`` (``_tm_landing_typed``), decide the rejected ones with
+    their reasons (``_tm_landing_rejected``) and write the others to ``raw`` in file order
+    (replaced; appended after the kept rows when ``after``); the rows accepted in all."""
+    con.execute(f"CREATE OR REPLACE TEMP TABLE {TYPED} AS {_typing_sql(spec, present, ragged, after)}")
     key = ", ".join(map(sql_identifier, spec.key))
-    # among rows that are otherwise valid, the first occurrence of a key wins
+    # among rows that are otherwise valid, the first occurrence of a key wins: a kept row's first
+    held = " AND ".join(f"k.{c} IS NOT DISTINCT FROM d.{c}" for c in map(sql_identifier, spec.key))
+    kept = f" OR EXISTS (SELECT 1 FROM {raw} k WHERE {held})" if after else ""
     con.execute(
         f"""
         CREATE OR REPLACE TEMP TABLE {REJECTED} AS
@@ -247,16 +298,17 @@ def _split(
         FROM {TYPED} WHERE len(__reasons) > 0
         UNION ALL
         SELECT {ROW}, 'duplicate_key' FROM (
-            SELECT {ROW}, row_number() OVER (PARTITION BY {key} ORDER BY {ROW}) AS nth
+            SELECT {ROW}, {key}, row_number() OVER (PARTITION BY {key} ORDER BY {ROW}) AS nth
             FROM {TYPED} WHERE len(__reasons) = 0
-        ) WHERE nth > 1
+        ) d WHERE nth > 1{kept}
         """
     )
     columns = ", ".join(map(sql_identifier, spec.column_names))
-    con.execute(
-        f"CREATE OR REPLACE TABLE {raw} AS SELECT {columns} FROM {TYPED} "
-        f"ANTI JOIN {REJECTED} USING ({ROW}) ORDER BY {ROW}"
-    )
+    accepted = f"SELECT {columns} FROM {TYPED} ANTI JOIN {REJECTED} USING ({ROW}) ORDER BY {ROW}"
+    if after:
+        con.execute(f"INSERT INTO {raw} {accepted}")
+    else:
+        con.execute(f"CREATE OR REPLACE TABLE {raw} AS {accepted}")
     return scalar(con, f"SELECT count(*) FROM {raw}")
 
 

@@ -73,6 +73,7 @@ NOT_DERIVED = frozenset(
         tables.WAREHOUSE_RUNS,
         tables.RUN_INPUTS,
         tables.RUN_TABLE_STATES,
+        tables.LANDING_INGESTS,
         tables.VALIDATED_CONTENTS,
         tables.EVALUATION_BASIS,
         tables.ROLE_CASES_BASIS,

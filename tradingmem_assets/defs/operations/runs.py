@@ -260,15 +260,17 @@ def _skipped(instance: dg.DagsterInstance, run_id: str) -> list[str]:
     return [r.dagster_event.step_key for r in records if r.dagster_event and r.dagster_event.step_key]
 
 
-def landing_ingested(instance: dg.DagsterInstance, run_id: str) -> list[str]:
-    """The landing tables a run ingested (materialized, not kept as an earlier run left them)."""
-    out = []
+def landing_ingested(instance: dg.DagsterInstance, run_id: str) -> dict[str, str]:
+    """The landing tables a run ingested (materialized, not kept as an earlier run left them), each
+    with how: ``appended`` (read from its first new row) or ``whole``."""
+    out = {}
     for record in instance.all_logs(run_id, of_type=dg.DagsterEventType.ASSET_MATERIALIZATION):
         materialization = record.dagster_event.event_specific_data.materialization
         key = materialization.asset_key.path
         if key[0] == "raw" and "skipped" not in materialization.metadata:
-            out.append(key[-1])
-    return sorted(out)
+            how = materialization.metadata.get("ingested")
+            out[key[-1]] = str(how.value).split(":")[0] if how is not None else "whole"
+    return dict(sorted(out.items()))
 
 
 def instance_home() -> Path | None:
