@@ -5,9 +5,11 @@ next run builds it in full, as a full rebuild of the same warehouse would)."""
 from __future__ import annotations
 
 from datetime import datetime
+from pathlib import Path
 
 import dagster as dg
 import duckdb
+import polars as pl
 
 from tradingmem_assets.defs.operations.runs import run_main_job
 from tradingmem_assets.lib import tables
@@ -51,3 +53,17 @@ def forget_state(db, table_like: str) -> None:
 def at(as_of: str) -> datetime:
     """An ISO-8601 instant ("...Z") as an aware datetime."""
     return datetime.fromisoformat(as_of.replace("Z", "+00:00"))
+
+
+def expected_reads(first: Path, grown: Path) -> dict[str, str]:
+    """How the landing should read each file of ``grown`` that differs from ``first``'s: from its
+    first new row when it starts with the earlier file's rows, else whole."""
+    out = {}
+    for path in sorted(grown.glob("*.parquet")):
+        earlier, later = pl.read_parquet(first / path.name), pl.read_parquet(path)
+        if not later.equals(earlier, null_equal=True):
+            same_start = later.height >= earlier.height and later.head(earlier.height).equals(
+                earlier, null_equal=True
+            )
+            out[path.stem] = "appended" if same_start else "whole"
+    return out

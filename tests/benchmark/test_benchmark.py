@@ -6,6 +6,7 @@ from datetime import UTC, datetime
 
 import polars as pl
 
+from tests.incremental import expected_reads
 from tradingmem_assets.benchmark import benchmark, format_report, fresh_run_dir, peak_rss_mb
 from tradingmem_assets.benchmark.days import landing_until, last_weekday
 
@@ -40,11 +41,11 @@ def test_a_tiny_benchmark_reports_times_memory_recall_audit_and_the_bare_sql_rat
     assert pl.read_parquet(tmp_path / "run0" / "landing" / "customer_transactions.parquet").equals(grown)
     assert incremental["replay_ingested"] == {} and incremental["quiet_day_ingested"] == {}
     assert set(incremental["next_day_ingested"]) == set(report["next_day_landed_rows"])
-    # the files grew at their end, as a feed appends: only their new rows were read, except the
-    # positions', whose earlier rows changed (a position that closed since)
+    # the files grew at their end, as a feed appends: only their new rows were read (a file whose
+    # earlier rows changed, whole)
     ingested = incremental["next_day_ingested"]
-    assert ingested.pop("position_lifecycles", "whole") == "whole"
-    assert "customer_transactions" in ingested and set(ingested.values()) == {"appended"}
+    assert ingested == expected_reads(tmp_path / "landing", tmp_path / "landing_next_day")
+    assert ingested["customer_transactions"] == "appended"
 
 
 def test_each_repetition_starts_on_an_empty_folder_even_in_a_reused_workdir(tmp_path):

@@ -10,6 +10,7 @@ import duckdb
 import polars as pl
 import pytest
 
+from tests.incremental import expected_reads
 from tests.operations.test_replay import AS_OF, _run
 from tradingmem_assets.benchmark.days import landing_until, last_weekday
 from tradingmem_assets.defs.landing.invariants import LANDING_TABLES
@@ -104,26 +105,25 @@ def test_a_next_days_grown_files_are_read_from_their_new_rows_and_equal_a_full_i
     world, instance, tmp_path_factory
 ):
     """A feed's files one day later: the same rows, then the day's. Each grown file is read from its
-    first new row (the positions', whose earlier rows changed, whole), and raw equals a full build's."""
+    first new row (one whose earlier rows changed, whole), and raw equals a full build's."""
     day, next_day = last_weekday(datetime.fromisoformat(AS_OF))
     landing = world / "feed"
-    first_rows = landing_until(world / "landing", landing, day)
+    landing_until(world / "landing", world / "first_day", day)
+    shutil.copytree(world / "first_day", landing)
     first = run_main_job(
         instance, database=str(world / "w.duckdb"), landing_dir=str(landing), as_of=day.isoformat()
     )
     assert first.success, first.error
-    grown = landing_until(world / "landing", world / "next_day", next_day)
+    landing_until(world / "landing", world / "next_day", next_day)
     shutil.copytree(world / "next_day", landing, dirs_exist_ok=True)
     later = run_main_job(
         instance, database=str(world / "w.duckdb"), landing_dir=str(landing), as_of=next_day.isoformat()
     )
     assert later.success, later.error
     ingested = landing_ingested(instance, later.run_id)
-    # a file that did not change is kept (the positions' may change without growing)
-    grew = {t for t, n in grown.items() if n > first_rows[t]}
-    assert grew <= set(ingested) <= grew | {"position_lifecycles"}
-    assert ingested.pop("position_lifecycles", "whole") == "whole"
-    assert "customer_transactions" in ingested and set(ingested.values()) == {"appended"}
+    # a file that did not change is kept; one that starts with its earlier rows is read after them
+    assert ingested == expected_reads(world / "first_day", world / "next_day")
+    assert ingested["customer_transactions"] == "appended"
     fresh = tmp_path_factory.mktemp("fresh") / "w.duckdb"
     report = run_main_job(instance, database=str(fresh), landing_dir=str(landing), as_of=next_day.isoformat())
     assert report.success, report.error

@@ -10,7 +10,8 @@ closed later.
 
 The files are written in the order their rows arrived, as a feed appends them: the next day's file
 starts with the earlier day's rows, unchanged and in the same order (the landing reads only the
-rows after them: ``defs/landing/appended.py``), except the positions, whose earlier rows change.
+rows after them: ``defs/landing/appended.py``), unless an earlier row changed: a position that
+closed since it landed (the landing then reads that file whole).
 """
 
 from __future__ import annotations
