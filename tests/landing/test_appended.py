@@ -4,6 +4,7 @@ and its rejects exactly as ingesting the whole file would; anything else is inge
 from pathlib import Path
 
 import duckdb
+import polars as pl
 
 from tests.world import World, ts
 
@@ -140,3 +141,24 @@ def test_a_file_in_another_format_is_ingested_whole(world):
     ingested(world, FIRST)
     how, _ = ingested(world, FIRST + NEXT, "csv")
     assert how == f"whole: the last ingest read another file ({TABLE}.parquet)"
+
+
+def test_a_large_file_is_stored_in_file_order(world):
+    """Many row groups, read in parallel: the accepted rows are stored in the file's order (no sort
+    restores it; the scan and the filter keep it), with a duplicate and a refused row among them."""
+    n = 200_000
+    ids = [f"d{(i * 7919) % n:06d}" for i in range(n)]  # a permutation: file order is not key order
+    rows = pl.DataFrame(
+        {
+            "decision_id": ids + [ids[5]],
+            "symbol": "GOOG",
+            "direction": ["long"] * 1000 + ["up"] + ["long"] * (n - 1000),
+            "account_id": "a1",
+            "market": "spot",
+            "decided_at": ts("2024-01-02 10:00"),
+        }
+    )
+    rows.write_parquet(world.landing / f"{TABLE}.parquet", row_group_size=5_000)
+    world.materialize([f"raw/{TABLE}"])
+    stored_ids = [r[0] for r in world.rows(f"SELECT decision_id FROM raw.{TABLE}")]
+    assert stored_ids == [d for i, d in enumerate(ids) if i != 1000]

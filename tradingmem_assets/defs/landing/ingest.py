@@ -294,17 +294,25 @@ def _split(
     con.execute(
         f"""
         CREATE OR REPLACE TEMP TABLE {REJECTED} AS
-        SELECT {ROW}, array_to_string(list_sort(list_distinct(__reasons)), '; ') AS reason
-        FROM {TYPED} WHERE len(__reasons) > 0
-        UNION ALL
-        SELECT {ROW}, 'duplicate_key' FROM (
+        SELECT {ROW} FROM (
             SELECT {ROW}, {key}, row_number() OVER (PARTITION BY {key} ORDER BY {ROW}) AS nth
             FROM {TYPED} WHERE len(__reasons) = 0
         ) d WHERE nth > 1{kept}
         """
     )
+    if scalar(con, f"SELECT count(*) FROM {REJECTED}"):
+        con.execute(
+            f"UPDATE {TYPED} SET __reasons = ['duplicate_key'] WHERE {ROW} IN (SELECT {ROW} FROM {REJECTED})"
+        )
+    con.execute(
+        f"CREATE OR REPLACE TEMP TABLE {REJECTED} AS SELECT {ROW}, "
+        f"array_to_string(list_sort(list_distinct(__reasons)), '; ') AS reason FROM {TYPED} "
+        "WHERE len(__reasons) > 0"
+    )
+    # a scan and a filter keep the typed rows' order, which is the file's (DuckDB's default
+    # preserve_insertion_order): no sort of the accepted rows
     columns = ", ".join(map(sql_identifier, spec.column_names))
-    accepted = f"SELECT {columns} FROM {TYPED} ANTI JOIN {REJECTED} USING ({ROW}) ORDER BY {ROW}"
+    accepted = f"SELECT {columns} FROM {TYPED} WHERE len(__reasons) = 0"
     if after:
         con.execute(f"INSERT INTO {raw} {accepted}")
     else:
