@@ -1,6 +1,8 @@
 """A second main job run on unchanged inputs is recognized by fingerprints and recomputes nothing;
 any change of a landing file, of the as_of or of a derived table by hand makes it compute again."""
 
+from datetime import UTC, datetime
+
 import dagster as dg
 import duckdb
 import pytest
@@ -67,6 +69,8 @@ def test_a_second_run_on_unchanged_inputs_skips_everything_and_says_why(world, i
     with duckdb.connect(str(world / "w.duckdb"), read_only=True) as con:
         statuses = con.execute(f"SELECT status FROM {tables.WAREHOUSE_RUNS} ORDER BY started_at").fetchall()
     assert statuses == [("ok",), ("ok",)]
+    third = _run(instance, world)  # the replay recorded the contents it found: it replays in turn
+    assert {v["replay_of"] for v in _observations(instance, third.run_id).values()} == {second.run_id}
 
 
 def test_a_changed_landing_file_a_later_as_of_or_a_hand_edit_is_computed_again(world, instance):
@@ -93,3 +97,31 @@ def test_a_changed_landing_file_a_later_as_of_or_a_hand_edit_is_computed_again(w
     write_demo_world(world / "landing", scale=0.002, seed=6)
     changed = _run(instance, world, as_of="2024-07-02T00:00:00Z")
     assert not _observations(instance, changed.run_id)
+
+
+def test_a_table_edited_twice_by_hand_is_never_taken_as_left(tmp_path):
+    """DuckDB reuses freed blocks: an edit moves a column's segment to a free block, the next one
+    back to the block it left, so after two edits the storage layout (``pragma_storage_info``) can
+    be the one a run recorded, with other values in it. The run's record is of contents."""
+    fingerprints = {"*": "code and settings"}
+    with duckdb.connect(str(tmp_path / "w.duckdb")) as con:
+        con.execute(
+            "CREATE TABLE main.scores AS SELECT range AS id, (range % 100)::DOUBLE AS v FROM range(5000)"
+        )
+        for value in (40.5, 45.5):  # the column's segment in a block of its own, as a run's rewrites leave it
+            con.execute(f"UPDATE main.scores SET v = {value} WHERE id = 3")
+            con.execute("CHECKPOINT")
+        replay.record(
+            con, run_id="r1", as_of=datetime(2024, 7, 1, tzinfo=UTC), inputs="in", fingerprints=fingerprints
+        )
+        con.execute("CHECKPOINT")
+        left = replay.unchanged_tables(con, inputs="in", fingerprints=fingerprints)
+        assert left.replays == "r1" and "main.scores" in left.tables
+        for value in (50.5, 60.5, 70.5, 80.5):
+            con.execute(f"UPDATE main.scores SET v = {value} WHERE id = 3")
+            con.execute("CHECKPOINT")
+            edited = replay.unchanged_tables(con, inputs="in", fingerprints=fingerprints)
+            assert edited.replays is None, value
+            assert "main.scores" not in edited.tables
+        con.execute("UPDATE main.scores SET v = 45.5 WHERE id = 3")  # the content the run left, stored anew
+        assert replay.unchanged_tables(con, inputs="in", fingerprints=fingerprints).replays == "r1"

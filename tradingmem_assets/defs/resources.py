@@ -56,7 +56,6 @@ class WarehouseResource(DuckDBResource):
     _run_id: str | None = PrivateAttr(default=None)
     _anchor: ExitStack | None = PrivateAttr(default=None)
     _inputs: str | None = PrivateAttr(default=None)
-    _replay_of: str | None = PrivateAttr(default=None)
     _fingerprints: dict[str, str] = PrivateAttr(default_factory=dict)
     _unchanged: replay.Unchanged = PrivateAttr(default_factory=replay.Unchanged)
 
@@ -88,16 +87,14 @@ class WarehouseResource(DuckDBResource):
                 as_of=self._as_of_ts, landing=landing, fingerprints=self._fingerprints
             )
             with self._open() as con:
-                layouts = replay.table_layouts(con)
-                self._replay_of = replay.replay_of(con, inputs=self._inputs, layouts=layouts)
                 self._unchanged = replay.unchanged_tables(
-                    con, fingerprints=self._fingerprints, layouts=layouts
+                    con, inputs=self._inputs, fingerprints=self._fingerprints
                 )
 
     @property
     def replay_of(self) -> str | None:
         """The earlier run this one replays: same inputs, warehouse as that run left it (or None)."""
-        return self._replay_of
+        return self._unchanged.replays
 
     @property
     def code_fingerprint(self) -> str | None:
@@ -136,13 +133,14 @@ class WarehouseResource(DuckDBResource):
                         and not failures
                         and context.dagster_run.job_name == TRADING_MEMORY_JOB
                     ):
-                        con.execute("CHECKPOINT")  # the storage layout is read from the stored blocks
                         replay.record(
                             con,
                             run_id=self._run_id,
                             as_of=self.as_of_ts,
                             inputs=self._inputs,
                             fingerprints=self._fingerprints,
+                            # a replay materialized nothing: the warehouse is as this run found it
+                            contents=self._unchanged.contents if self.replay_of else None,
                         )
         finally:
             if self._anchor is not None:

@@ -5,19 +5,21 @@ A learning run is a *replay* of an earlier successful ``trading_memory_job`` run
 - the same inputs: the same ``as_of``, the same landing files (names, sizes and content hashes),
   the same code (the package's own source files and the versions of the libraries that compute)
   and the same settings (``Settings`` and the role registry's content);
-- the warehouse is as that run left it: every table the main job writes has the storage layout it
-  had when the run ended (DuckDB's ``pragma_storage_info``: any write to a table, by hand or by a
-  run, rewrites its blocks), so a derived table edited since is never taken as current.
+- the warehouse is as that run left it: every table the main job writes has the content it had
+  when the run ended (its row count and the sum of its rows' hashes, ``rows_digest``), so a
+  derived table edited since, by any number of edits, is never taken as current. Not a storage
+  layout (``pragma_storage_info``): DuckDB reuses freed blocks, so two edits of one column can
+  leave the layout a run recorded with other values in it.
 
 Every derived row is a function of those inputs (SPEC section 16: an equal ``as_of`` is a replay
 that changes no derived row), so the landing assets of a replay materialize nothing and say why,
 and Dagster skips everything downstream of them. ``run_inputs`` keeps one row per successful main
-job run: its inputs fingerprint and the storage fingerprint at its end.
+job run: its inputs fingerprint and the contents fingerprint at its end.
 
 A run that is not a replay (a later ``as_of``, another landing file) still reuses what did not
 change. ``run_table_states`` keeps, per successful main job run and table, what the table was
-computed from (its input fingerprint) and how it was stored at the run's end (its layout; for a
-raw table also a digest of its rows of ``raw_rejects``, a shared table). A table is *unchanged
+computed from (its input fingerprint) and its content at the run's end (for a raw table also a
+digest of its rows of ``raw_rejects``, a shared table). A table is *unchanged
 since* the latest such run when both are equal now:
 
 - a landing table's inputs are its file's content, the code and the settings; ingestion does not
@@ -44,7 +46,14 @@ from tradingmem_assets.defs.landing.invariants import LANDING_TABLES
 from tradingmem_assets.defs.operations.landing_state import LandingState
 from tradingmem_assets.lib import tables
 from tradingmem_assets.lib.dtypes import UTC_TS
-from tradingmem_assets.lib.warehouse import append_rows, ensure_table, rows_digest_sql, table_exists
+from tradingmem_assets.lib.warehouse import (
+    append_rows,
+    ensure_table,
+    rows_digest,
+    rows_digest_sql,
+    table_columns,
+    table_exists,
+)
 from tradingmem_assets.settings import Settings
 
 RUN_INPUTS_DTYPES = pl.Schema(
@@ -52,7 +61,7 @@ RUN_INPUTS_DTYPES = pl.Schema(
         "run_id": pl.String(),
         "as_of": UTC_TS,
         "inputs_fingerprint": pl.String(),
-        "storage_fingerprint": pl.String(),
+        "contents_fingerprint": pl.String(),
     }
 )
 RUN_TABLE_STATES_DTYPES = pl.Schema(
@@ -60,7 +69,7 @@ RUN_TABLE_STATES_DTYPES = pl.Schema(
         "run_id": pl.String(),
         "table_name": pl.String(),
         "input_fingerprint": pl.String(),
-        "storage_layout": pl.String(),
+        "content_digest": pl.String(),
         "rejects_digest": pl.String(),
     }
 )
@@ -139,22 +148,8 @@ def table_fingerprints(
     return out
 
 
-def _storage_layout(con: duckdb.DuckDBPyConnection, qualified: str) -> str:
-    """A digest of how a table is stored (read after a CHECKPOINT: it reads the stored blocks; an
-    insert or update rewrites them, and the row count covers a delete, which leaves the column
-    segments as they were until a vacuum)."""
-    ((segments, digest, rows),) = con.execute(
-        "SELECT count(*), coalesce(sum(hash(row_group_id, column_id, segment_id, count, block_id, "
-        f"block_offset, stats::VARCHAR)), 0)::VARCHAR, (SELECT count(*) FROM {qualified}) "
-        f"FROM pragma_storage_info('{qualified}')"
-    ).fetchall()
-    return f"{rows}:{segments}:{digest}"
-
-
-def table_layouts(con: duckdb.DuckDBPyConnection) -> dict[str, str]:
-    """The storage layout of every derived table, by name (read after a checkpoint: it reads stored
-    blocks; an insert or update rewrites them, a delete changes the row count)."""
-    names = [
+def _derived_tables(con: duckdb.DuckDBPyConnection) -> list[str]:
+    return [
         f"{schema}.{name}"
         for schema, name in con.execute(
             "SELECT schema_name, table_name FROM duckdb_tables() WHERE database_name = current_database() "
@@ -162,12 +157,24 @@ def table_layouts(con: duckdb.DuckDBPyConnection) -> dict[str, str]:
         ).fetchall()
         if f"{schema}.{name}" not in NOT_DERIVED
     ]
-    return {name: _storage_layout(con, name) for name in names}
 
 
-def storage_fingerprint(layouts: dict[str, str]) -> str:
-    """One digest of every derived table's storage layout (``table_layouts``)."""
-    return _digest([f"{name}:{layout}".encode() for name, layout in sorted(layouts.items())])
+def table_contents(con: duckdb.DuckDBPyConnection) -> dict[str, str]:
+    """A digest of every derived table's rows (``rows_digest``: row count and sum of row hashes), by
+    name. Never a storage layout: DuckDB reuses freed blocks, so two hand edits can leave another
+    content with the same ``pragma_storage_info``. About 2.5 s at SF 10, hashing in DuckDB."""
+    return {name: rows_digest(con, name) for name in _derived_tables(con)}
+
+
+def contents_fingerprint(contents: dict[str, str]) -> str:
+    """One digest of every derived table's content (``table_contents``)."""
+    return _digest([f"{name}:{digest}".encode() for name, digest in sorted(contents.items())])
+
+
+def _current(con: duckdb.DuckDBPyConnection, table: str, dtypes: pl.Schema) -> bool:
+    """Whether the record table exists with the columns this code writes (a warehouse built by an
+    older version may have other ones: those records are not read, and the next record drops them)."""
+    return table_exists(con, table) and table_columns(con, table) == list(dtypes)
 
 
 def _rejects_digests(con: duckdb.DuckDBPyConnection) -> dict[str, str]:
@@ -182,18 +189,18 @@ def _rejects_digests(con: duckdb.DuckDBPyConnection) -> dict[str, str]:
 
 
 def _states(
-    con: duckdb.DuckDBPyConnection, fingerprints: dict[str, str], layouts: dict[str, str]
+    con: duckdb.DuckDBPyConnection, fingerprints: dict[str, str], contents: dict[str, str]
 ) -> dict[str, tuple[str, str, str]]:
-    """Per stored table: (input fingerprint, storage layout, rejects digest; '-' for a derived table)."""
+    """Per stored table: (input fingerprint, content digest, rejects digest; '-' for a derived table)."""
     rejects = _rejects_digests(con)
     raw = {tables.raw_table(t): t for t in LANDING_TABLES}
     return {
         name: (
             fingerprints.get(name, fingerprints["*"]),
-            layout,
+            content,
             rejects.get(raw[name], "0:none") if name in raw else "-",
         )
-        for name, layout in layouts.items()
+        for name, content in contents.items()
     }
 
 
@@ -204,16 +211,24 @@ def record(
     as_of: datetime,
     inputs: str,
     fingerprints: dict[str, str],
+    contents: dict[str, str] | None = None,
 ) -> None:
-    """Remember a successful main job run's inputs and the warehouse it left (call after a checkpoint)."""
-    layouts = table_layouts(con)
-    ensure_table(con, tables.RUN_INPUTS, pl.DataFrame(schema=RUN_INPUTS_DTYPES))
+    """Remember a successful main job run's inputs and the content of the warehouse it left
+    (``contents``: already known, as a replay's are: it wrote no derived table)."""
+    contents = table_contents(con) if contents is None else contents
+    for table, dtypes in (
+        (tables.RUN_INPUTS, RUN_INPUTS_DTYPES),
+        (tables.RUN_TABLE_STATES, RUN_TABLE_STATES_DTYPES),
+    ):
+        if not _current(con, table, dtypes):
+            con.execute(f"DROP TABLE IF EXISTS {table}")
+            ensure_table(con, table, pl.DataFrame(schema=dtypes))
     con.execute(
         f"INSERT INTO {tables.RUN_INPUTS} VALUES (?, ?, ?, ?)",
-        [run_id, as_of, inputs, storage_fingerprint(layouts)],
+        [run_id, as_of, inputs, contents_fingerprint(contents)],
     )
     rows = pl.DataFrame(
-        [(run_id, name, *state) for name, state in _states(con, fingerprints, layouts).items()],
+        [(run_id, name, *state) for name, state in _states(con, fingerprints, contents).items()],
         schema=RUN_TABLE_STATES_DTYPES,
         orient="row",
     )
@@ -221,22 +236,13 @@ def record(
 
 
 def _latest_run(con: duckdb.DuckDBPyConnection) -> tuple[str, str, str] | None:
-    if not table_exists(con, tables.RUN_INPUTS):
+    if not _current(con, tables.RUN_INPUTS, RUN_INPUTS_DTYPES):
         return None
     latest = con.execute(
-        f"SELECT run_id, inputs_fingerprint, storage_fingerprint FROM {tables.RUN_INPUTS} "
+        f"SELECT run_id, inputs_fingerprint, contents_fingerprint FROM {tables.RUN_INPUTS} "
         "ORDER BY as_of DESC, rowid DESC LIMIT 1"
     ).fetchall()
     return latest[0] if latest else None
-
-
-def replay_of(con: duckdb.DuckDBPyConnection, *, inputs: str, layouts: dict[str, str]) -> str | None:
-    """The run this state and these inputs replay: the latest recorded run that had the same inputs
-    and left the warehouse exactly as it is now (None: the run must compute)."""
-    latest = _latest_run(con)
-    if latest is not None and latest[1] == inputs and latest[2] == storage_fingerprint(layouts):
-        return latest[0]
-    return None
 
 
 @dataclass(frozen=True)
@@ -247,6 +253,12 @@ class Unchanged:
     run_id: str | None = None
     tables: frozenset[str] = frozenset()
     states: dict[str, tuple[str, str, str]] = field(default_factory=dict)  # every table's, now
+    replays: str | None = None  # the latest run, when these inputs are its and nothing changed since
+
+    @property
+    def contents(self) -> dict[str, str]:
+        """Every derived table's content digest, when the run started (empty: no run to compare)."""
+        return {name: state[1] for name, state in self.states.items()}
 
     def as_left_by(self, con: duckdb.DuckDBPyConnection, run_id: str, names: Iterable[str]) -> bool:
         """Whether these tables are now exactly as run ``run_id`` left them, from the same inputs."""
@@ -256,12 +268,12 @@ class Unchanged:
 
 def recorded_states(con: duckdb.DuckDBPyConnection, run_id: str) -> dict[str, tuple[str, str, str]]:
     """Per table, its state at the end of run ``run_id`` (empty: no such record)."""
-    if not table_exists(con, tables.RUN_TABLE_STATES):
+    if not _current(con, tables.RUN_TABLE_STATES, RUN_TABLE_STATES_DTYPES):
         return {}
     return {
-        name: (fingerprint_, layout, rejects)
-        for name, fingerprint_, layout, rejects in con.execute(
-            "SELECT table_name, input_fingerprint, storage_layout, rejects_digest "
+        name: (fingerprint_, content, rejects)
+        for name, fingerprint_, content, rejects in con.execute(
+            "SELECT table_name, input_fingerprint, content_digest, rejects_digest "
             f"FROM {tables.RUN_TABLE_STATES} WHERE run_id = ?",
             [run_id],
         ).fetchall()
@@ -269,16 +281,21 @@ def recorded_states(con: duckdb.DuckDBPyConnection, run_id: str) -> dict[str, tu
 
 
 def unchanged_tables(
-    con: duckdb.DuckDBPyConnection, *, fingerprints: dict[str, str], layouts: dict[str, str]
+    con: duckdb.DuckDBPyConnection, *, inputs: str, fingerprints: dict[str, str]
 ) -> Unchanged:
-    """Which tables need no recomputation from their own inputs, as of the latest recorded run."""
-    now = _states(con, fingerprints, layouts)
+    """Which tables need no recomputation from their own inputs, as of the latest recorded run, and
+    whether this run replays it: the same inputs, and every derived table's content as it left them
+    (the contents are hashed only when such a run exists)."""
     latest = _latest_run(con)
     if latest is None:
-        return Unchanged(states=now)
+        return Unchanged()
+    contents = table_contents(con)
+    now = _states(con, fingerprints, contents)
     recorded = recorded_states(con, latest[0])
+    replays = latest[0] if latest[1] == inputs and latest[2] == contents_fingerprint(contents) else None
     return Unchanged(
         run_id=latest[0],
         tables=frozenset(name for name, state in now.items() if recorded.get(name) == state),
         states=now,
+        replays=replays,
     )
