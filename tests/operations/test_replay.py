@@ -125,3 +125,21 @@ def test_a_table_edited_twice_by_hand_is_never_taken_as_left(tmp_path):
             assert "main.scores" not in edited.tables
         con.execute("UPDATE main.scores SET v = 45.5 WHERE id = 3")  # the content the run left, stored anew
         assert replay.unchanged_tables(con, inputs="in", fingerprints=fingerprints).replays == "r1"
+
+
+def test_records_of_an_older_version_are_not_read_and_the_next_record_replaces_them(tmp_path):
+    fingerprints = {"*": "code and settings"}
+    with duckdb.connect(str(tmp_path / "w.duckdb")) as con:
+        con.execute("CREATE TABLE main.scores AS SELECT range AS id FROM range(10)")
+        con.execute(  # as an older version wrote them: storage layouts, not contents
+            f"CREATE TABLE {tables.RUN_INPUTS} AS SELECT 'r0' AS run_id, TIMESTAMPTZ '2024-07-01' AS as_of, "
+            "'in' AS inputs_fingerprint, 'layout' AS storage_fingerprint"
+        )
+        assert replay.unchanged_tables(con, inputs="in", fingerprints=fingerprints) == replay.Unchanged()
+        replay.record(
+            con, run_id="r1", as_of=datetime(2024, 7, 1, tzinfo=UTC), inputs="in", fingerprints=fingerprints
+        )
+        assert "contents_fingerprint" in [
+            r[0] for r in con.execute(f"DESCRIBE {tables.RUN_INPUTS}").fetchall()
+        ]
+        assert replay.unchanged_tables(con, inputs="in", fingerprints=fingerprints).replays == "r1"
