@@ -12,6 +12,7 @@ from tradingmem_assets.defs.operations import replay
 from tradingmem_assets.defs.operations.runs import run_main_job
 from tradingmem_assets.demo import write_demo_world
 from tradingmem_assets.lib import tables
+from tradingmem_assets.lib.warehouse import table_columns
 
 AS_OF = "2024-07-01T00:00:00Z"
 
@@ -139,7 +140,5 @@ def test_records_of_an_older_version_are_not_read_and_the_next_record_replaces_t
         replay.record(
             con, run_id="r1", as_of=datetime(2024, 7, 1, tzinfo=UTC), inputs="in", fingerprints=fingerprints
         )
-        assert "contents_fingerprint" in [
-            r[0] for r in con.execute(f"DESCRIBE {tables.RUN_INPUTS}").fetchall()
-        ]
+        assert "contents_fingerprint" in table_columns(con, tables.RUN_INPUTS)
         assert replay.unchanged_tables(con, inputs="in", fingerprints=fingerprints).replays == "r1"

@@ -140,7 +140,7 @@ class WarehouseResource(DuckDBResource):
                             inputs=self._inputs,
                             fingerprints=self._fingerprints,
                             # a replay materialized nothing: the warehouse is as this run found it
-                            contents=self._unchanged.contents if self.replay_of else None,
+                            states=self._unchanged.states if self.replay_of else None,
                         )
         finally:
             if self._anchor is not None:

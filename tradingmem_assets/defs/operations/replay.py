@@ -149,6 +149,7 @@ def table_fingerprints(
 
 
 def _derived_tables(con: duckdb.DuckDBPyConnection) -> list[str]:
+    """Every table of the warehouse a main job run derives (not the records of runs and jobs)."""
     return [
         f"{schema}.{name}"
         for schema, name in con.execute(
@@ -211,11 +212,12 @@ def record(
     as_of: datetime,
     inputs: str,
     fingerprints: dict[str, str],
-    contents: dict[str, str] | None = None,
+    states: dict[str, tuple[str, str, str]] | None = None,
 ) -> None:
     """Remember a successful main job run's inputs and the content of the warehouse it left
-    (``contents``: already known, as a replay's are: it wrote no derived table)."""
-    contents = table_contents(con) if contents is None else contents
+    (``states``: already known, as a replay's are, ``Unchanged.states``: it wrote no table)."""
+    if states is None:
+        states = _states(con, fingerprints, table_contents(con))
     for table, dtypes in (
         (tables.RUN_INPUTS, RUN_INPUTS_DTYPES),
         (tables.RUN_TABLE_STATES, RUN_TABLE_STATES_DTYPES),
@@ -225,10 +227,10 @@ def record(
             ensure_table(con, table, pl.DataFrame(schema=dtypes))
     con.execute(
         f"INSERT INTO {tables.RUN_INPUTS} VALUES (?, ?, ?, ?)",
-        [run_id, as_of, inputs, contents_fingerprint(contents)],
+        [run_id, as_of, inputs, contents_fingerprint({name: state[1] for name, state in states.items()})],
     )
     rows = pl.DataFrame(
-        [(run_id, name, *state) for name, state in _states(con, fingerprints, contents).items()],
+        [(run_id, name, *state) for name, state in states.items()],
         schema=RUN_TABLE_STATES_DTYPES,
         orient="row",
     )
@@ -254,11 +256,6 @@ class Unchanged:
     tables: frozenset[str] = frozenset()
     states: dict[str, tuple[str, str, str]] = field(default_factory=dict)  # every table's, now
     replays: str | None = None  # the latest run, when these inputs are its and nothing changed since
-
-    @property
-    def contents(self) -> dict[str, str]:
-        """Every derived table's content digest, when the run started (empty: no run to compare)."""
-        return {name: state[1] for name, state in self.states.items()}
 
     def as_left_by(self, con: duckdb.DuckDBPyConnection, run_id: str, names: Iterable[str]) -> bool:
         """Whether these tables are now exactly as run ``run_id`` left them, from the same inputs."""
