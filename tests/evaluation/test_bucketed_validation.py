@@ -1,5 +1,6 @@
 """The run invariants validated in decision buckets find exactly what one frame of the whole table finds."""
 
+import tempfile
 from datetime import UTC, datetime
 
 import duckdb
@@ -69,7 +70,8 @@ def test_buckets_report_what_one_frame_reports(tamper, monkeypatch):
     assert found(bucketed) == found(whole)
 
 
-def test_ranges_split_the_table_by_decision_and_keep_rows_without_one():
+def test_buckets_split_the_table_by_decision_keep_rows_without_one_and_leave_no_files(tmp_path, monkeypatch):
+    monkeypatch.setattr(tempfile, "tempdir", str(tmp_path))
     con = duckdb.connect()
     con.execute("SET TimeZone = 'UTC'")
     con.register("frame", _runs(40))
@@ -79,6 +81,18 @@ def test_ranges_split_the_table_by_decision_and_keep_rows_without_one():
     assert len(frames) > 5
     owners: dict = {}
     for n, frame in enumerate(frames):
+        assert frame.columns == [c.strip() for c in VALIDATED_COLUMNS.split(",")]
         for decision in frame.get_column("decision_id").unique().to_list():
-            assert owners.setdefault(decision, n) == n, f"{decision} in two ranges"
+            assert owners.setdefault(decision, n) == n, f"{decision} in two buckets"
     assert sum(f.height for f in frames) == 80
+    assert list(tmp_path.iterdir()) == []  # the scratch files are gone
+
+
+def test_an_empty_table_is_one_empty_frame_with_its_types():
+    con = duckdb.connect()
+    con.execute("SET TimeZone = 'UTC'")
+    con.register("frame", _runs(1))
+    con.execute("CREATE TABLE runs AS SELECT * FROM frame WHERE false")
+    (frame,) = bucket_frames(con, "runs", VALIDATED_COLUMNS, "decision_id", 7)
+    assert frame.height == 0 and frame.schema["promoted_at"] == pl.Datetime("us", "UTC")
+    assert validate_runs(con, "runs")[0].passed

@@ -70,11 +70,9 @@ def write_runs(con: duckdb.DuckDBPyConnection, incremental: bool) -> str:
             "SELECT * FROM _ev_primaries ORDER BY decision_id, primary_from"
         ).fetchall()
         return WRITTEN
-    # stored in decision order: a validation range then reads only its own row groups
-    con.execute(
-        f"CREATE OR REPLACE TABLE {tables.EVALUATION_RUNS} AS "
-        "SELECT * FROM _ev_all ORDER BY decision_id, profile_id, run_version"
-    ).fetchall()
+    # not sorted: sorting the wide rows cost more than anything reading them saves (the validation's
+    # buckets do not depend on the order; docs/performance.md)
+    con.execute(f"CREATE OR REPLACE TABLE {tables.EVALUATION_RUNS} AS SELECT * FROM _ev_all").fetchall()
     con.execute(
         f"CREATE OR REPLACE TABLE {tables.EVALUATION_PRIMARIES} AS "
         "SELECT * FROM _ev_primaries ORDER BY decision_id, primary_from"
