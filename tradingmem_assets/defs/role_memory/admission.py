@@ -22,7 +22,7 @@ Choices this module commits to (also in docs/role_memory.md):
 - symbol / direction / account / market / scenario / text are the decision's (what the role
   decided); every fact about the trade (execution, settlement, run, outcome) is joined from the chain.
 
-Scale: the cases are built, stamped and sorted inside DuckDB (``admit`` into a temp table that
+Scale: the cases are built and stamped inside DuckDB (``admit`` into a temp table that
 spills under the connection's ``memory_limit``, then ``write_cases``); Python only encodes the
 provenance JSON (a Polars function DuckDB calls vector by vector, ``polars_json``), and the
 invariants stream through Pandera in chunks.
@@ -166,7 +166,7 @@ def admit(
     ``con`` exposes the raw landing tables and (when materialized) ``main.evaluation_runs`` /
     ``main.evaluation_components``; ``registry`` is ``registry_frame(...)``. The table has the
     ``ROLE_CASES_DTYPES`` columns but ``updated_at``, in no particular order, with provenance as a
-    struct: ``write_cases`` stamps, sorts, encodes and writes them.
+    struct: ``write_cases`` stamps, encodes and writes them.
     """
     con.register("_tm_roles", registry)
     try:
