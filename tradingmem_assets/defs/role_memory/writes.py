@@ -48,9 +48,10 @@ def write_cases(
     ``as_of``: re-materializing unchanged inputs changes no row, and a changed row says when it
     changed. When at most ``IN_PLACE_SHARE`` of the rows changed, appeared or went, only those are
     deleted and inserted (a later day usually changes few cases); otherwise the table is rewritten
-    (unsorted: nothing reads it by range, and the sort cost 1-2 s of a 4 s write at SF 10). With ``partial`` (an incremental run), ``admitted`` holds the
-    cases of some decisions only: they replace those cases' stored rows, in place, and every other
-    row stays. Returns the number of rows written (changed or new). Call inside ``transaction``.
+    (unsorted: nothing reads it by range, and the sort cost 1-2 s of a 4 s write at SF 10). With
+    ``partial`` (an incremental run), ``admitted`` holds the cases of some decisions only: they
+    replace those cases' stored rows, in place, and every other row stays. Returns the number of
+    rows written (changed or new). Call inside ``transaction``.
     """
     provenance = con.sql(f"SELECT provenance FROM {admitted}").types[0]
     existing = table_exists(con, table)
