@@ -20,6 +20,7 @@ from pandera.errors import SchemaError, SchemaErrors
 from tradingmem_assets.lib import tables
 from tradingmem_assets.lib.columns import table_dtypes
 from tradingmem_assets.lib.dtypes import as_utc
+from tradingmem_assets.lib.sql_json import sql_literal
 from tradingmem_assets.lib.warehouse import ensure_table, rows_digest, table_exists
 
 FAILURE_CASES_DTYPES = pl.Schema(
@@ -108,10 +109,9 @@ def bucket_frames(
     [(rows,)] = con.execute(f"SELECT count(*) FROM {relation}").fetchall()
     buckets = max(1, -(-rows // size))
     with tempfile.TemporaryDirectory(prefix="tm_buckets_") as scratch:
-        target = scratch.replace("'", "''")
         con.execute(
             f"COPY (SELECT {columns}, hash({key}) % {buckets} AS _bucket FROM {relation}) "
-            f"TO '{target}' (FORMAT parquet, PARTITION_BY (_bucket))"
+            f"TO {sql_literal(scratch)} (FORMAT parquet, PARTITION_BY (_bucket))"
         ).fetchall()
         folders = sorted(Path(scratch).iterdir())
         if not folders:  # no rows: one empty frame, so the columns' types are still checked
