@@ -9,13 +9,13 @@ import pytest
 
 from tests.role_memory.world import AS_OF, EXECUTED, Chain, band, fill_price_for, load_runs
 from tests.world import World
+from tradingmem_assets.defs.role_memory import writes
 from tradingmem_assets.defs.role_memory.admission import (
     ROLE_CASES_DTYPES,
-    admit,
+    admitted_cases,
     case_id_for,
     registry_frame,
 )
-from tradingmem_assets.defs.role_memory import writes
 from tradingmem_assets.defs.role_memory.writes import write_cases
 from tradingmem_assets.lib.registry import load_registry
 from tradingmem_assets.lib.tables import EXECUTION_CHAIN
@@ -26,7 +26,8 @@ REGISTRY = registry_frame(load_registry(SETTINGS.roles_file).rows())
 
 def written(con: duckdb.DuckDBPyConnection, as_of=AS_OF, table: str = "main.cases") -> pl.DataFrame:
     """Admit and (re)write the cases to ``table``, as the asset does; the table as a frame."""
-    write_cases(con, admit(con, REGISTRY, as_of), as_of, table)
+    with admitted_cases(con, REGISTRY, as_of) as cases:
+        write_cases(con, cases, as_of, table)
     return con.sql(f"SELECT * FROM {table}").pl()
 
 

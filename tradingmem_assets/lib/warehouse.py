@@ -192,6 +192,7 @@ def run_script(
 
 
 _STAGE = re.compile(r"CREATE OR REPLACE TEMP TABLE (\w+)")
+_STAGED = re.compile(r"CREATE OR REPLACE TEMP (TABLE|VIEW) (\w+)")
 
 
 def run_stages(
@@ -205,6 +206,22 @@ def run_stages(
     finally:
         for name in stages:
             con.execute(f"DROP TABLE IF EXISTS {name}")
+
+
+@contextmanager
+def staged(
+    con: duckdb.DuckDBPyConnection, script: str, params: Mapping[str, object] | None
+) -> Iterator[None]:
+    """``run_script`` a script of temp-table stages and temp views over them, for the block: every
+    temp table and view it creates is dropped when the block ends, whether it succeeded or not. A
+    view as the last stage is computed only where it is read, never stored in between."""
+    created = list(dict.fromkeys(_STAGED.findall(script)))
+    try:
+        run_script(con, script, params)
+        yield
+    finally:
+        for kind, name in reversed(created):  # a view before the tables it reads
+            con.execute(f"DROP {kind} IF EXISTS {name}")
 
 
 def scalar(con: duckdb.DuckDBPyConnection, sql: str, params: Sequence | None = None):

@@ -22,8 +22,9 @@ Choices this module commits to (also in docs/role_memory.md):
 - symbol / direction / account / market / scenario / text are the decision's (what the role
   decided); every fact about the trade (execution, settlement, run, outcome) is joined from the chain.
 
-Scale: the cases are built and stamped inside DuckDB (``admit`` into a temp table that
-spills under the connection's ``memory_limit``, then ``write_cases``); Python only encodes the
+Scale: the cases are built and stamped inside DuckDB (``admitted_cases``: stages in temp tables
+that spill under the connection's ``memory_limit``, the cases a view over them that
+``write_cases`` reads once, straight into the table); Python only encodes the
 provenance JSON (a Polars function DuckDB calls vector by vector, ``polars_json``), and the
 invariants stream through Pandera in chunks.
 """
@@ -45,7 +46,7 @@ from tradingmem_assets.lib import tables
 from tradingmem_assets.lib.basis import touched_only
 from tradingmem_assets.lib.columns import table_dtypes
 from tradingmem_assets.lib.dtypes import UTC_TS
-from tradingmem_assets.lib.warehouse import run_stages, table_exists
+from tradingmem_assets.lib.warehouse import staged, table_exists
 
 ROLE_CASES_DTYPES = table_dtypes(tables.ROLE_CASES)
 CONTENT_COLUMNS = [c for c in ROLE_CASES_DTYPES.names() if c not in ("case_id", "created_at", "updated_at")]
@@ -153,37 +154,37 @@ def polars_json(con: duckdb.DuckDBPyConnection, name: str, struct_type: duckdb.D
 ADMITTED = "_tm_admitted_cases"
 
 
-def admit(
-    con: duckdb.DuckDBPyConnection,
-    registry: pl.DataFrame,
-    as_of: datetime,
-    into: str = ADMITTED,
-    touched: str | None = None,
-) -> str:
+@contextmanager
+def admitted_cases(
+    con: duckdb.DuckDBPyConnection, registry: pl.DataFrame, as_of: datetime, touched: str | None = None
+) -> Iterator[str]:
     """Admit every decision that names a role (only those of the table ``touched``, when given: an
-    incremental run) into temp table ``into``; returns ``into``.
+    incremental run): yields the temp view ``ADMITTED`` of the cases, for the block.
 
     ``con`` exposes the raw landing tables and (when materialized) ``main.evaluation_runs`` /
-    ``main.evaluation_components``; ``registry`` is ``registry_frame(...)``. The table has the
+    ``main.evaluation_components``; ``registry`` is ``registry_frame(...)``. The view has the
     ``ROLE_CASES_DTYPES`` columns but ``updated_at``, in no particular order, with provenance as a
-    struct: ``write_cases`` stamps, encodes and writes them.
+    struct: ``write_cases`` stamps, encodes and writes them, reading it once (every read computes
+    the cases from the admission's stages again). The stages are dropped when the block ends.
     """
+    script = ADMISSION_SCRIPT.format(
+        into=ADMITTED,
+        outcome=outcome_sql("excess_return", "noise_band"),
+        decisions=touched_only(touched, "d.decision_id"),
+        runs=touched_only(touched, "r.decision_id"),
+    )
     con.register("_tm_roles", registry)
     try:
-        with _exposed(
-            con,
-            {
-                "_tm_runs": (tables.EVALUATION_RUNS, _EMPTY_RUNS_DTYPES),
-                "_tm_components": (tables.EVALUATION_COMPONENTS, _EMPTY_COMPONENTS_DTYPES),
-            },
+        with (
+            _exposed(
+                con,
+                {
+                    "_tm_runs": (tables.EVALUATION_RUNS, _EMPTY_RUNS_DTYPES),
+                    "_tm_components": (tables.EVALUATION_COMPONENTS, _EMPTY_COMPONENTS_DTYPES),
+                },
+            ),
+            staged(con, script, {"as_of": as_of}),
         ):
-            script = ADMISSION_SCRIPT.format(
-                into=into,
-                outcome=outcome_sql("excess_return", "noise_band"),
-                decisions=touched_only(touched, "d.decision_id"),
-                runs=touched_only(touched, "r.decision_id"),
-            )
-            run_stages(con, script, {"as_of": as_of}, keep=into)
+            yield ADMITTED
     finally:
         con.unregister("_tm_roles")
-    return into

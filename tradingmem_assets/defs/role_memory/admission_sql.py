@@ -3,9 +3,11 @@
 Each stage is a temp table (``_adm_*``) of only the columns the next stages read, so DuckDB holds
 one stage's pipeline at a time and spills finished stages under the connection's
 ``memory_limit``: one query over the whole chain ran out of memory at SF 30 under a 3 GB cap,
-the stages pass at SF 10 under 1 GB. ``$as_of`` is the run's instant; ``{into}`` receives the
-cases and ``{outcome}`` is ``reflection.outcome_sql``; ``{decisions}`` and ``{runs}`` keep the
-decisions and the runs to admit (``lib.basis.touched_only``: all of them in a full build).
+the stages pass at SF 10 under 1 GB. The cases themselves are the temp view ``{into}`` over the
+last stages: read once, by the write of ``role_cases``, they are never stored in between (a temp
+table of them, wide and uncompressed, was most of the admission's time at SF 30). ``$as_of`` is
+the run's instant; ``{outcome}`` is ``reflection.outcome_sql``; ``{decisions}`` and ``{runs}`` keep
+the decisions and the runs to admit (``lib.basis.touched_only``: all of them in a full build).
 """
 
 from tradingmem_assets.defs.role_memory.reasons import PENDING_REASONS, QUARANTINE_REASONS
@@ -146,7 +148,7 @@ FROM primary_runs r
 LEFT JOIN raw.benchmark_profiles p ON p.profile_id = r.profile_id
 LEFT JOIN measured m ON m.run_id = r.run_id;
 
-CREATE OR REPLACE TEMP TABLE {{into}} AS
+CREATE OR REPLACE TEMP VIEW {{into}} AS
 WITH assembled AS (
     SELECT d.decision_id, d.role_id, d.symbol, d.scenario, d.direction, d.account_id, d.market,
            d.decision_text, d.decided_at, la.executed_at, la.closed_at, ru.known_at AS run_known_at,

@@ -15,7 +15,7 @@ import polars as pl
 from tradingmem_assets.defs.resources import WarehouseResource
 from tradingmem_assets.defs.role_memory import incremental
 from tradingmem_assets.defs.role_memory import invariants as schemas
-from tradingmem_assets.defs.role_memory.admission import ROLE_CASES_DTYPES, admit, registry_frame
+from tradingmem_assets.defs.role_memory.admission import ROLE_CASES_DTYPES, admitted_cases, registry_frame
 from tradingmem_assets.defs.role_memory.chain import CHAIN_TABLES, decision_coverage, with_chain
 from tradingmem_assets.defs.role_memory.invariants import validate_relation
 from tradingmem_assets.defs.role_memory.llm_reflector import ChatClient, LLMReflector
@@ -143,11 +143,11 @@ def role_cases(context, warehouse, con, registry) -> dg.MaterializeResult:
         lambda run_id: warehouse.unchanged.as_left_by(con, run_id, incremental.KEPT_TABLES),
     )
     touched = None if basis is None else incremental.touch(con, basis.as_of, as_of)
-    admitted = admit(con, registry, as_of, touched=touched)
     # Validated before COMMIT, from the table as written: a failure rolls back to the previous
     # table (nothing is written). Incremental: every other case is as the last run validated it.
     with transaction(con):
-        changed = write_cases(con, admitted, as_of, partial=touched is not None)
+        with admitted_cases(con, registry, as_of, touched=touched) as admitted:
+            changed = write_cases(con, admitted, as_of, partial=touched is not None)
         invariants = validate_relation(
             schemas.ROLE_CASES_INVARIANTS,
             with_chain(con, decisions=touched_only(touched, "rc.decision_id")),

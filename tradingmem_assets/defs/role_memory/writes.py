@@ -9,7 +9,7 @@ import duckdb
 
 from tradingmem_assets.defs.role_memory.admission import CONTENT_COLUMNS, ROLE_CASES_DTYPES, polars_json
 from tradingmem_assets.lib import tables
-from tradingmem_assets.lib.warehouse import table_exists
+from tradingmem_assets.lib.warehouse import scalar, table_exists
 
 UNCHANGED = "_tm_unchanged_cases"
 ENCODED = "_tm_encoded_cases"
@@ -42,7 +42,8 @@ def write_cases(
     *,
     partial: bool = False,
 ) -> int:
-    """Make ``table`` hold the ``admitted`` cases; reasons stay VARCHAR[], provenance is JSON.
+    """Make ``table`` hold the ``admitted`` cases (a relation read once: ``admitted_cases``' view);
+    reasons stay VARCHAR[], provenance is JSON.
 
     ``updated_at`` is kept from the stored row when none of the content columns changed, else it is
     ``as_of``: re-materializing unchanged inputs changes no row, and a changed row says when it
@@ -54,15 +55,19 @@ def write_cases(
     rows written (changed or new). Call inside ``transaction``.
     """
     provenance = con.sql(f"SELECT provenance FROM {admitted}").types[0]
-    existing = table_exists(con, table)
     with polars_json(con, "_tm_provenance_json", provenance) as json:
-        if existing:
-            # encoded once (the encoder is Python): compared with the stored rows, then written
+        if not table_exists(con, table):  # every case is new: the admission is read straight in
+            columns = _columns(f"{json}(c.provenance)")
+            con.execute(
+                f"CREATE TABLE {table} AS SELECT {columns}, $1 AS updated_at FROM {admitted} c", [as_of]
+            )
+            return scalar(con, f"SELECT count(*) FROM {table}")
+        try:
+            # read once and encoded once (the encoder is Python): compared with the stored rows, then written
             con.execute(
                 f"CREATE OR REPLACE TEMP TABLE {ENCODED} AS "
                 f"SELECT * REPLACE ({json}(provenance) AS provenance) FROM {admitted}"
             )
-            source, encoded = ENCODED, "c.provenance"
             unchanged = " AND ".join(
                 "c.provenance::VARCHAR IS NOT DISTINCT FROM p.provenance::VARCHAR"
                 if c == "provenance"
@@ -70,29 +75,31 @@ def write_cases(
                 for c in CONTENT_COLUMNS
             )
             con.execute(
-                UNCHANGED_SQL.format(into=UNCHANGED, admitted=source, table=table, unchanged=unchanged)
+                UNCHANGED_SQL.format(into=UNCHANGED, admitted=ENCODED, table=table, unchanged=unchanged)
             )
-        else:
-            source, encoded = admitted, f"{json}(c.provenance)"
-            con.execute(f"CREATE OR REPLACE TEMP TABLE {UNCHANGED} (case_id VARCHAR, updated_at TIMESTAMPTZ)")
-        columns = ", ".join(
-            f"{encoded} AS provenance" if c == "provenance" else f"c.{c}"
-            for c in ROLE_CASES_DTYPES.names()
-            if c != "updated_at"
-        )
-        try:
+            columns = _columns("c.provenance")
             ((admitted_rows, kept),) = con.execute(
-                f"SELECT (SELECT count(*) FROM {source}), "
+                f"SELECT (SELECT count(*) FROM {ENCODED}), "
                 f"(SELECT count(*) FROM {UNCHANGED} WHERE updated_at IS NOT NULL)"
             ).fetchall()
-            if not (existing and _write_in_place(con, table, columns, as_of, admitted_rows, kept, partial)):
+            if not _write_in_place(con, table, columns, as_of, admitted_rows, kept, partial):
                 con.execute(
-                    WRITE_SQL.format(table=table, columns=columns, admitted=source, unchanged=UNCHANGED),
+                    WRITE_SQL.format(table=table, columns=columns, admitted=ENCODED, unchanged=UNCHANGED),
                     [as_of],
                 )
         finally:
             con.execute(f"DROP TABLE IF EXISTS {ENCODED}")
+            con.execute(f"DROP TABLE IF EXISTS {UNCHANGED}")
     return admitted_rows - kept
+
+
+def _columns(provenance: str) -> str:
+    """The written columns but ``updated_at``, of the cases ``c``, with ``provenance`` encoded as given."""
+    return ", ".join(
+        f"{provenance} AS provenance" if c == "provenance" else f"c.{c}"
+        for c in ROLE_CASES_DTYPES.names()
+        if c != "updated_at"
+    )
 
 
 def _write_in_place(
