@@ -8,6 +8,8 @@ from __future__ import annotations
 
 import tempfile
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
+from concurrent.futures import ThreadPoolExecutor
+from contextlib import contextmanager
 from dataclasses import dataclass
 from datetime import datetime
 from pathlib import Path
@@ -94,30 +96,46 @@ def customer_ranges(
     return list(zip(starts, [*starts[1:], None], strict=True))
 
 
-def bucket_frames(
+@contextmanager
+def buckets(
     con: duckdb.DuckDBPyConnection, relation: str, columns: str, key: str, size: int
-) -> Iterator[pl.DataFrame]:
-    """``columns`` of ``relation`` in buckets of ``key`` of about ``size`` rows each: every row of
-    one key value falls in one bucket (rows without a key in one of them), so a per-key or
-    unique-key check over each bucket checks the whole table, with one bucket in Python at once.
+) -> Iterator[Callable[[], Iterator[pl.DataFrame]]]:
+    """``columns`` of ``relation`` in buckets of ``key`` of about ``size`` rows each, for the block:
+    yields a function that reads them, one at a time. Every row of one key value falls in one
+    bucket (rows without a key in one of them), so a per-key or unique-key check over each bucket
+    checks the whole table, with one bucket in Python at once.
 
     One scan writes the rows to a Parquet file per bucket (``hash(key)`` modulo the buckets) in a
-    scratch folder, removed once the last bucket is read. It does not depend on how the rows are
-    stored: ranges of a key read only their own row groups when the table is sorted by the key,
-    but every row group of an unsorted one (quadratic in the rows), and a sort costs more than
-    this write."""
+    scratch folder, removed when the block ends. Reading them does not use the connection, so
+    another thread may read them while the connection does other work (``validate_beside``). It
+    does not depend on how the rows are stored: ranges of a key read only their own row groups
+    when the table is sorted by the key, but every row group of an unsorted one (quadratic in the
+    rows), and a sort costs more than this write."""
     [(rows,)] = con.execute(f"SELECT count(*) FROM {relation}").fetchall()
-    buckets = max(1, -(-rows // size))
+    count = max(1, -(-rows // size))
     with tempfile.TemporaryDirectory(prefix="tm_buckets_") as scratch:
         con.execute(
-            f"COPY (SELECT {columns}, hash({key}) % {buckets} AS _bucket FROM {relation}) "
+            f"COPY (SELECT {columns}, hash({key}) % {count} AS _bucket FROM {relation}) "
             f"TO {sql_literal(scratch)} (FORMAT parquet, PARTITION_BY (_bucket))"
         ).fetchall()
         folders = sorted(Path(scratch).iterdir())
-        if not folders:  # no rows: one empty frame, so the columns' types are still checked
-            yield as_utc(con.sql(f"SELECT {columns} FROM {relation} LIMIT 0").pl())
-        for folder in folders:
-            yield as_utc(pl.read_parquet(folder / "*.parquet"))
+        # no rows: one empty frame, so the columns' types are still checked
+        empty = [] if folders else [as_utc(con.sql(f"SELECT {columns} FROM {relation} LIMIT 0").pl())]
+
+        def read() -> Iterator[pl.DataFrame]:
+            yield from empty
+            for folder in folders:
+                yield as_utc(pl.read_parquet(folder / "*.parquet"))
+
+        yield read
+
+
+def bucket_frames(
+    con: duckdb.DuckDBPyConnection, relation: str, columns: str, key: str, size: int
+) -> Iterator[pl.DataFrame]:
+    """The ``buckets`` of ``relation``, read in turn."""
+    with buckets(con, relation, columns, key, size) as read:
+        yield from read()
 
 
 def unique_across_buckets(
@@ -142,6 +160,19 @@ def validate_frames(schema: pa.DataFrameSchema, frames: Iterable[pl.DataFrame]) 
         rows += frame.height
         failures.append(validate(schema, frame).failure_cases)
     return Validation(schema.name or "schema", pl.concat(failures)), rows
+
+
+def validate_beside(
+    schema: pa.DataFrameSchema, frames: Callable[[], Iterable[pl.DataFrame]], meanwhile: Callable[[], None]
+) -> tuple[Validation, int]:
+    """``validate_frames(schema, frames())`` in a second thread while ``meanwhile()`` runs in this
+    one (work on the DuckDB connection, which the frames must not need: Polars and DuckDB both
+    release the GIL, so on two cores each has one). Both always run to their end; an exception of
+    ``meanwhile`` is raised once the validation has finished too."""
+    with ThreadPoolExecutor(max_workers=1, thread_name_prefix="tm_validation") as pool:
+        validated = pool.submit(validate_frames, schema, frames())
+        meanwhile()
+        return validated.result()
 
 
 def validate_by_customer(

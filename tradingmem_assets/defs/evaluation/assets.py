@@ -91,12 +91,17 @@ def evaluation(context: dg.AssetExecutionContext, warehouse: WarehouseResource):
         # validated as written, before COMMIT: a broken invariant rolls the write back
         with transaction(con):
             written = incremental.write_runs(con, incremental=since is not None)
-            # incremental: the rest of the table is as the last successful run left it, validated
-            validation, _ = validate_runs(con, written, None if since is None else tables.EVALUATION_RUNS)
+            # incremental: the rest of the table is as the last successful run left it, validated;
+            # the components are appended while Pandera validates the runs (rolled back with them)
+            validation, _ = validate_runs(
+                con,
+                written,
+                None if since is None else tables.EVALUATION_RUNS,
+                meanwhile=lambda: append_components(con),
+            )
             yield from refuse_write(
                 validation, "evaluation_runs", [(RUNS_INVARIANTS_CHECK, "evaluation_runs")]
             )
-            append_components(con)
             record_basis(con, tables.EVALUATION_BASIS, incremental.EVALUATION_VISIBLE, context.run_id, as_of)
         # every run is valid now: the stored check need not validate them again while they stay so
         record_validated(con, tables.EVALUATION_RUNS, context.run_id)

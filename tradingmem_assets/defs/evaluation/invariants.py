@@ -7,12 +7,13 @@ import pandera.polars as pa
 import polars as pl
 
 from tradingmem_assets.lib.validation import (
+    FAILURE_CASES_DTYPES,
     Validation,
-    bucket_frames,
+    buckets,
     named_checks,
     rule,
     unique_across_buckets,
-    validate_frames,
+    validate_beside,
 )
 from tradingmem_assets.lib.vocabulary import EVALUATION_STATUSES
 
@@ -74,19 +75,33 @@ EVALUATION_RUNS_INVARIANTS = pa.DataFrameSchema(
 
 
 def validate_runs(
-    con: duckdb.DuckDBPyConnection, relation: str, stored: str | None = None
+    con: duckdb.DuckDBPyConnection,
+    relation: str,
+    stored: str | None = None,
+    meanwhile: Callable[[], None] = lambda: None,
 ) -> tuple[Validation, int]:
     """Every invariant over ``relation`` (a run table), one decision bucket in Python at a time
     (each rule is per run or per decision; run ids shared across decisions are found in SQL), and
     the rows validated. With ``stored``, the table ``relation``'s runs were just written into (in
     place of every run of their decisions): a run id of theirs that a run of another decision
-    there also has is a failure too, so a table valid before stays valid as a whole."""
-    frames = bucket_frames(con, relation, VALIDATED_COLUMNS, "decision_id", BUCKET_ROWS)
-    validation, rows = validate_frames(EVALUATION_RUNS_INVARIANTS, frames)
-    validation = unique_across_buckets(con, relation, "run_id", "decision_id", validation)
-    if stored is not None:
-        sharing = (
-            f"(SELECT run_id, decision_id FROM {stored} WHERE run_id IN (SELECT run_id FROM {relation}))"
-        )
-        validation = unique_across_buckets(con, sharing, "run_id", "decision_id", validation)
-    return validation, rows
+    there also has is a failure too, so a table valid before stays valid as a whole.
+
+    Pandera reads the buckets in a second thread while the connection finds the shared run ids,
+    then runs ``meanwhile`` (the evaluation appends the components then, in the same transaction:
+    a failure rolls them back with the runs)."""
+    shared = []
+
+    def on_the_connection() -> None:
+        none = Validation(EVALUATION_RUNS_INVARIANTS.name, pl.DataFrame(schema=FAILURE_CASES_DTYPES))
+        found = unique_across_buckets(con, relation, "run_id", "decision_id", none)
+        if stored is not None:
+            sharing = (
+                f"(SELECT run_id, decision_id FROM {stored} WHERE run_id IN (SELECT run_id FROM {relation}))"
+            )
+            found = unique_across_buckets(con, sharing, "run_id", "decision_id", found)
+        shared.append(found.failure_cases)
+        meanwhile()
+
+    with buckets(con, relation, VALIDATED_COLUMNS, "decision_id", BUCKET_ROWS) as frames:
+        validation, rows = validate_beside(EVALUATION_RUNS_INVARIANTS, frames, on_the_connection)
+    return Validation(validation.schema_name, pl.concat([validation.failure_cases, *shared])), rows
