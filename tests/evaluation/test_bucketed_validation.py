@@ -1,6 +1,7 @@
 """The run invariants validated in decision buckets find exactly what one frame of the whole table finds."""
 
 import tempfile
+import threading
 from datetime import UTC, datetime
 
 import duckdb
@@ -96,3 +97,31 @@ def test_an_empty_table_is_one_empty_frame_with_its_types():
     (frame,) = bucket_frames(con, "runs", VALIDATED_COLUMNS, "decision_id", 7)
     assert frame.height == 0 and frame.schema["promoted_at"] == pl.Datetime("us", "UTC")
     assert validate_runs(con, "runs")[0].passed
+
+
+def test_the_connection_works_beside_the_validation_and_an_error_there_waits_for_it(tmp_path, monkeypatch):
+    """The evaluation appends its components on the connection while Pandera reads the buckets."""
+    monkeypatch.setattr(tempfile, "tempdir", str(tmp_path))
+    monkeypatch.setattr(invariants, "BUCKET_ROWS", 7)
+    con = duckdb.connect()
+    con.execute("SET TimeZone = 'UTC'")
+    con.register("frame", _runs(40))
+    con.execute("CREATE TABLE runs AS SELECT * FROM frame")
+    con.execute(TAMPERS["a second primary run"])
+    beside = []
+
+    def meanwhile():
+        con.execute("CREATE TABLE beside AS SELECT count(*) AS n FROM runs")
+        beside.append(threading.current_thread() is threading.main_thread())
+
+    validation, rows = validate_runs(con, "runs", meanwhile=meanwhile)
+    assert rows == 80 and beside == [True]
+    assert "at_most_one_primary_per_decision" in validation.failure_cases.get_column("check").to_list()
+    assert con.execute("SELECT n FROM beside").fetchall() == [(80,)]
+
+    def fails():
+        raise RuntimeError("the components could not be written")
+
+    with pytest.raises(RuntimeError, match="components"):
+        validate_runs(con, "runs", meanwhile=fails)
+    assert list(tmp_path.iterdir()) == []  # the validation ended and its scratch files are gone

@@ -191,8 +191,7 @@ def run_script(
             con.execute(statement, used or None).fetchall()
 
 
-_STAGE = re.compile(r"CREATE OR REPLACE TEMP TABLE (\w+)")
-_STAGED = re.compile(r"CREATE OR REPLACE TEMP (TABLE|VIEW) (\w+)")
+_STAGE = re.compile(r"CREATE OR REPLACE TEMP (TABLE|VIEW) (\w+)")
 
 
 def run_stages(
@@ -200,7 +199,9 @@ def run_stages(
 ) -> None:
     """``run_script`` a script of temp-table stages whose last table is ``keep``; the other temp
     tables it creates (its stages) are dropped afterwards, whether it succeeded or not."""
-    stages = [name for name in dict.fromkeys(_STAGE.findall(script)) if name != keep]
+    stages = [
+        name for kind, name in dict.fromkeys(_STAGE.findall(script)) if kind == "TABLE" and name != keep
+    ]
     try:
         run_script(con, script, params)
     finally:
@@ -215,7 +216,7 @@ def staged(
     """``run_script`` a script of temp-table stages and temp views over them, for the block: every
     temp table and view it creates is dropped when the block ends, whether it succeeded or not. A
     view as the last stage is computed only where it is read, never stored in between."""
-    created = list(dict.fromkeys(_STAGED.findall(script)))
+    created = list(dict.fromkeys(_STAGE.findall(script)))
     try:
         run_script(con, script, params)
         yield
