@@ -14,7 +14,7 @@ from tradingmem_assets.defs.evaluation.invariants import (
     VALIDATED_COLUMNS,
     validate_runs,
 )
-from tradingmem_assets.lib.validation import bucket_frames, validate
+from tradingmem_assets.lib.validation import buckets, validate
 
 T = datetime(2024, 1, 2, tzinfo=UTC)
 
@@ -78,7 +78,8 @@ def test_buckets_split_the_table_by_decision_keep_rows_without_one_and_leave_no_
     con.register("frame", _runs(40))
     con.execute("CREATE TABLE runs AS SELECT * FROM frame")
     con.execute("UPDATE runs SET decision_id = NULL WHERE run_id = 'er_0005_0'")
-    frames = list(bucket_frames(con, "runs", VALIDATED_COLUMNS, "decision_id", 7))
+    with buckets(con, "runs", VALIDATED_COLUMNS, "decision_id", 7) as read:
+        frames = list(read())
     assert len(frames) > 5
     owners: dict = {}
     for n, frame in enumerate(frames):
@@ -94,7 +95,8 @@ def test_an_empty_table_is_one_empty_frame_with_its_types():
     con.execute("SET TimeZone = 'UTC'")
     con.register("frame", _runs(1))
     con.execute("CREATE TABLE runs AS SELECT * FROM frame WHERE false")
-    (frame,) = bucket_frames(con, "runs", VALIDATED_COLUMNS, "decision_id", 7)
+    with buckets(con, "runs", VALIDATED_COLUMNS, "decision_id", 7) as read:
+        (frame,) = read()
     assert frame.height == 0 and frame.schema["promoted_at"] == pl.Datetime("us", "UTC")
     assert validate_runs(con, "runs")[0].passed
 

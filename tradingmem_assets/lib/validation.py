@@ -130,27 +130,17 @@ def buckets(
         yield read
 
 
-def bucket_frames(
-    con: duckdb.DuckDBPyConnection, relation: str, columns: str, key: str, size: int
-) -> Iterator[pl.DataFrame]:
-    """The ``buckets`` of ``relation``, read in turn."""
-    with buckets(con, relation, columns, key, size) as read:
-        yield from read()
-
-
-def unique_across_buckets(
-    con: duckdb.DuckDBPyConnection, relation: str, column: str, key: str, validation: Validation
-) -> Validation:
-    """``validation`` (of ``bucket_frames`` by ``key``) with the values of the unique ``column``
-    shared by rows of different keys, which no single bucket sees (Pandera's check name)."""
-    shared = con.sql(
+def shared_across_buckets(
+    con: duckdb.DuckDBPyConnection, relation: str, column: str, key: str
+) -> pl.DataFrame:
+    """Failure cases (``FAILURE_CASES_DTYPES``, Pandera's check name) of the unique ``column``'s
+    values that rows of different ``key`` values share: no single bucket of ``buckets`` by ``key``
+    sees them."""
+    return con.sql(
         f"SELECT '{column}' AS column, 'field_uniqueness' AS check, {column}::VARCHAR AS failure_case, "
         f"NULL::BIGINT AS index FROM {relation} GROUP BY {column} "
         f"HAVING min({key}) <> max({key}) ORDER BY {column}"
     ).pl()
-    if shared.height == 0:
-        return validation
-    return Validation(validation.schema_name, pl.concat([validation.failure_cases, shared]))
 
 
 def validate_frames(schema: pa.DataFrameSchema, frames: Iterable[pl.DataFrame]) -> tuple[Validation, int]:

@@ -199,24 +199,19 @@ def run_stages(
 ) -> None:
     """``run_script`` a script of temp-table stages whose last table is ``keep``; the other temp
     tables it creates (its stages) are dropped afterwards, whether it succeeded or not."""
-    stages = [
-        name for kind, name in dict.fromkeys(_STAGE.findall(script)) if kind == "TABLE" and name != keep
-    ]
-    try:
-        run_script(con, script, params)
-    finally:
-        for name in stages:
-            con.execute(f"DROP TABLE IF EXISTS {name}")
+    with staged(con, script, params, keep=keep):
+        pass
 
 
 @contextmanager
 def staged(
-    con: duckdb.DuckDBPyConnection, script: str, params: Mapping[str, object] | None
+    con: duckdb.DuckDBPyConnection, script: str, params: Mapping[str, object] | None, keep: str | None = None
 ) -> Iterator[None]:
     """``run_script`` a script of temp-table stages and temp views over them, for the block: every
-    temp table and view it creates is dropped when the block ends, whether it succeeded or not. A
-    view as the last stage is computed only where it is read, never stored in between."""
-    created = list(dict.fromkeys(_STAGE.findall(script)))
+    temp table and view it creates but ``keep`` is dropped when the block ends, whether it
+    succeeded or not. A view as the last stage is computed only where it is read, never stored in
+    between."""
+    created = [(kind, name) for kind, name in dict.fromkeys(_STAGE.findall(script)) if name != keep]
     try:
         run_script(con, script, params)
         yield

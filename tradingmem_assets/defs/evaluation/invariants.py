@@ -7,12 +7,11 @@ import pandera.polars as pa
 import polars as pl
 
 from tradingmem_assets.lib.validation import (
-    FAILURE_CASES_DTYPES,
     Validation,
     buckets,
     named_checks,
     rule,
-    unique_across_buckets,
+    shared_across_buckets,
     validate_beside,
 )
 from tradingmem_assets.lib.vocabulary import EVALUATION_STATUSES
@@ -92,14 +91,12 @@ def validate_runs(
     shared = []
 
     def on_the_connection() -> None:
-        none = Validation(EVALUATION_RUNS_INVARIANTS.name, pl.DataFrame(schema=FAILURE_CASES_DTYPES))
-        found = unique_across_buckets(con, relation, "run_id", "decision_id", none)
+        shared.append(shared_across_buckets(con, relation, "run_id", "decision_id"))
         if stored is not None:
             sharing = (
                 f"(SELECT run_id, decision_id FROM {stored} WHERE run_id IN (SELECT run_id FROM {relation}))"
             )
-            found = unique_across_buckets(con, sharing, "run_id", "decision_id", found)
-        shared.append(found.failure_cases)
+            shared.append(shared_across_buckets(con, sharing, "run_id", "decision_id"))
         meanwhile()
 
     with buckets(con, relation, VALIDATED_COLUMNS, "decision_id", BUCKET_ROWS) as frames:
