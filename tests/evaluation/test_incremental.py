@@ -11,6 +11,7 @@ import pytest
 
 from tests.incremental import forget_state, materialization_metadata, rows, run
 from tradingmem_assets.defs.evaluation.incremental import VISIBLE_BY
+from tradingmem_assets.defs.operations.runs import run_main_job
 from tradingmem_assets.demo import write_demo_world
 from tradingmem_assets.lib import tables
 
@@ -23,8 +24,13 @@ def _evaluation_metadata(instance, run_id) -> dict:
     return materialization_metadata(instance, run_id, "evaluation_runs")
 
 
-def _stored_check_metadata(instance, run_id) -> dict:
-    for record in instance.all_logs(run_id, of_type=dg.DagsterEventType.ASSET_CHECK_EVALUATION):
+def _stored_check_metadata(instance, db, landing) -> dict:
+    """The stored evaluation_runs check, evaluated by warehouse_checks_job on ``db`` (the main job
+    evaluates the check in its step; its stored twin re-reads the table in the checks job)."""
+    checks = run_main_job(
+        instance, database=str(db), landing_dir=str(landing), as_of=None, job_name="warehouse_checks_job"
+    )
+    for record in instance.all_logs(checks.run_id, of_type=dg.DagsterEventType.ASSET_CHECK_EVALUATION):
         evaluation = record.dagster_event.event_specific_data
         if evaluation.check_name == "stored_evaluation_runs_invariants":
             assert evaluation.passed
@@ -99,7 +105,8 @@ def test_a_day_of_new_landing_rows_is_evaluated_incrementally_as_a_full_evaluati
     metadata = _evaluation_metadata(instance, report.run_id)
     assert metadata["evaluated"].startswith("incremental since run") and metadata["appended_versions"] > 0
     # the table valid before, its rewritten decisions validated as written: it is valid as a whole
-    assert _stored_check_metadata(instance, report.run_id)["validated_at_write_by_run"] == report.run_id
+    stored = _stored_check_metadata(instance, incremental, tmp_path / "day2")
+    assert stored["validated_at_write_by_run"] == report.run_id
     _forget_evaluation_state(full)
     run(instance, full, tmp_path / "day2", STEPS[1])
     assert _rows(incremental) == _rows(full)

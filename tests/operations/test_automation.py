@@ -13,6 +13,7 @@ from pathlib import Path
 import dagster as dg
 import pytest
 
+from tradingmem_assets.defs.landing.invariants import LANDING_TABLES
 from tradingmem_assets.defs.operations.landing_state import LandingState
 from tradingmem_assets.defs.operations.schedules import (
     build_trading_memory_schedule,
@@ -273,6 +274,29 @@ def test_warehouse_checks_job_selects_stand_alone_checks_and_no_asset():
     assert not any(
         asset.startswith("migrated_") or asset == "methodology_audit_reports" for asset, _ in checks
     )
+
+
+def test_the_main_job_leaves_the_stored_twins_of_in_step_checks_to_the_checks_job():
+    """An asset that evaluates its checks as it writes is not re-read in the same run; an asset with
+    no check of its own keeps its stand-alone checks in the run (blocking what is downstream)."""
+    from tests.world import DEFS
+
+    def checks(job_name: str) -> set[tuple[str, str]]:
+        job = DEFS.resolve_job_def(job_name)
+        return {(k.asset_key.to_user_string(), k.name) for k in job.asset_layer.asset_graph.asset_check_keys}
+
+    main, stored = checks("trading_memory_job"), checks("warehouse_checks_job")
+    assert ("raw/trading_decisions", "rows_read_equal_accepted_plus_rejected") in main
+    assert ("evaluation_runs", "evaluation_runs_invariants") in main
+    assert not any(name.startswith("stored_") for _, name in main)
+    for role_check in [("role_cases", "role_cases_invariants"), ("role_stats", "role_stats_consistent")]:
+        assert role_check in main and role_check in stored
+    # every stored twin left out of the main job runs in the checks job, and its asset evaluates
+    # checks in its own step in the main job (every landing table among them)
+    twins = stored - main
+    checked_in_step = {asset for asset, name in main if (asset, name) not in stored}
+    assert {asset for asset, _ in twins} <= checked_in_step
+    assert sum(asset.startswith("raw/") for asset, _ in twins) == len(LANDING_TABLES)
 
 
 def _run_checks(world) -> dg.ExecuteInProcessResult:
