@@ -30,14 +30,11 @@ class StoredTableChecksSelection(dg.AssetSelection):
         return set()
 
     def resolve_checks_inner(self, asset_graph, allow_missing: bool) -> AbstractSet[dg.AssetCheckKey]:
-        checked_in_step = {
-            key.asset_key for key in asset_graph.asset_check_keys if asset_graph.assets_def_for_key(key).keys
-        }
+        # declared on an asset (its check_specs): they run when the asset materializes
+        in_step = {key for key in asset_graph.asset_check_keys if asset_graph.assets_def_for_key(key).keys}
+        checked_in_step = {key.asset_key for key in in_step}
         selected = set()
-        for check_key in asset_graph.asset_check_keys:
-            owner = asset_graph.assets_def_for_key(check_key)
-            if owner.keys:  # declared on an asset: it runs when the asset materializes
-                continue
+        for check_key in asset_graph.asset_check_keys - in_step:
             if asset_graph.get_check_spec(check_key).partitions_def is not None:
                 continue
             if asset_graph.has(check_key.asset_key) and asset_graph.get(check_key.asset_key).is_partitioned:
