@@ -1,4 +1,6 @@
+import atexit
 import os
+import shutil
 import tempfile
 
 import dagster as dg
@@ -10,6 +12,7 @@ os.environ.pop("DAGSTER_HOME", None)
 os.environ.pop("TRADINGMEM_AS_OF", None)
 os.environ.pop("TRADINGMEM_MIGRATION_END", None)
 os.environ["TRADINGMEM_LANDING_DIR"] = tempfile.mkdtemp(prefix="tradingmem-no-landing-")
+atexit.register(shutil.rmtree, os.environ["TRADINGMEM_LANDING_DIR"], ignore_errors=True)
 # nor the width of a developer's terminal: off a terminal the CLI prints at its own width unless
 # COLUMNS says otherwise, and a parallel test worker gets COLUMNS=80 from pytest-xdist
 os.environ.pop("COLUMNS", None)

@@ -20,6 +20,7 @@ from tradingmem_assets.defs.operations import ledger, replay
 from tradingmem_assets.defs.operations.landing_state import fingerprint
 from tradingmem_assets.lib.registry import RoleRegistry, load_registry
 from tradingmem_assets.lib.tables import TRADING_MEMORY_JOB
+from tradingmem_assets.lib.warehouse import RunDigests
 from tradingmem_assets.settings import (
     SETTINGS,
     default_as_of,
@@ -58,10 +59,12 @@ class WarehouseResource(DuckDBResource):
     _inputs: str | None = PrivateAttr(default=None)
     _fingerprints: dict[str, str] = PrivateAttr(default_factory=dict)
     _unchanged: replay.Unchanged = PrivateAttr(default_factory=replay.Unchanged)
+    _digests: RunDigests = PrivateAttr(default_factory=RunDigests)
 
     def setup_for_execution(self, context: dg.InitResourceContext) -> None:
         # Fixed once per run, so every asset of a run agrees on "now".
         self._as_of_ts = resolve_as_of(self.as_of)
+        self._digests = RunDigests()  # this run's own: never a digest another run knew
         run = context.dagster_run
         if run is None or context.instance is None:
             return  # built outside a run (a direct asset invocation in a test)
@@ -90,6 +93,8 @@ class WarehouseResource(DuckDBResource):
                 self._unchanged = replay.unchanged_tables(
                     con, inputs=self._inputs, fingerprints=self._fingerprints
                 )
+            # the run holds the file from here on: only its own steps change a table now
+            self._unchanged.tell(self._digests)
 
     @property
     def replay_of(self) -> str | None:
@@ -106,6 +111,12 @@ class WarehouseResource(DuckDBResource):
         """The tables exactly as the latest successful main job run left them, from the same inputs
         (a landing table: the same file content; see ``operations/replay.py``)."""
         return self._unchanged
+
+    @property
+    def digests(self) -> RunDigests:
+        """The table digests this run knows (``lib.warehouse.RunDigests``): a step that writes a
+        table tells it here, so the checks and the run's record after it need not hash it again."""
+        return self._digests
 
     def _open_run(self, run: dg.DagsterRun, kind: str) -> None:
         with self._open() as con:
@@ -141,6 +152,7 @@ class WarehouseResource(DuckDBResource):
                             fingerprints=self._fingerprints,
                             # a replay materialized nothing: the warehouse is as this run found it
                             states=self._unchanged.states if self.replay_of else None,
+                            digests=self._digests,
                         )
         finally:
             if self._anchor is not None:

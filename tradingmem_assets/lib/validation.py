@@ -23,7 +23,7 @@ from tradingmem_assets.lib import tables
 from tradingmem_assets.lib.columns import table_dtypes
 from tradingmem_assets.lib.dtypes import as_utc
 from tradingmem_assets.lib.sql_json import sql_literal
-from tradingmem_assets.lib.warehouse import ensure_table, rows_digest, table_exists
+from tradingmem_assets.lib.warehouse import RunDigests, ensure_table, rows_digest, table_exists
 
 FAILURE_CASES_DTYPES = pl.Schema(
     {"column": pl.String(), "check": pl.String(), "failure_case": pl.String(), "index": pl.Int64()}
@@ -204,13 +204,23 @@ def named_checks(rules: Mapping[str, Callable]) -> list[pa.Check]:
 
 
 def _validated_state(
-    con: duckdb.DuckDBPyConnection, table: str, reads: Sequence[str], as_of: datetime | None
+    con: duckdb.DuckDBPyConnection,
+    table: str,
+    reads: Sequence[str],
+    as_of: datetime | None,
+    digests: RunDigests | None = None,
 ) -> str:
     """The content of ``table`` and of the tables its invariants also read (row count and sum of
-    row hashes each), and the instant they are checked at: while all are the same, so is every
-    invariant's verdict. A tenth of a validation's time: hashing never leaves DuckDB."""
-    digests = [rows_digest(con, name) for name in (table, *reads)]
-    return " ".join([*digests, *([as_of.isoformat()] if as_of is not None else [])])
+    row hashes each; ``digests``: those the run knows), and the instant they are checked at: while
+    all are the same, so is every invariant's verdict. A tenth of a validation's time: hashing
+    never leaves DuckDB."""
+    digest_of = rows_digest if digests is None else digests.of
+    return " ".join(
+        [
+            *(digest_of(con, name) for name in (table, *reads)),
+            *([as_of.isoformat()] if as_of is not None else []),
+        ]
+    )
 
 
 def record_validated(
@@ -219,26 +229,35 @@ def record_validated(
     run_id: str,
     reads: Sequence[str] = (),
     as_of: datetime | None = None,
+    digests: RunDigests | None = None,
 ) -> None:
     """Say that ``table``, as it is stored now, was validated whole by run ``run_id`` (call after
     the write committed, and only when every invariant of its stored checks held over every row;
-    ``reads``: the other tables those invariants read, ``as_of``: the instant they were checked at)."""
-    state = _validated_state(con, table, reads, as_of)
+    ``reads``: the other tables those invariants read, ``as_of``: the instant they were checked at).
+    With the run's ``digests``, call it after the run's last write of ``table``: they learn its
+    content, for the checks and the run's record after it."""
+    if digests is not None:
+        digests.written(con, table)
+    state = _validated_state(con, table, reads, as_of, digests)
     ensure_table(con, tables.VALIDATED_CONTENTS, pl.DataFrame(schema=table_dtypes(tables.VALIDATED_CONTENTS)))
     con.execute(f"DELETE FROM {tables.VALIDATED_CONTENTS} WHERE table_name = ?", [table])
     con.execute(f"INSERT INTO {tables.VALIDATED_CONTENTS} VALUES (?, ?, ?)", [table, state, run_id])
 
 
 def validated_by(
-    con: duckdb.DuckDBPyConnection, table: str, reads: Sequence[str] = (), as_of: datetime | None = None
+    con: duckdb.DuckDBPyConnection,
+    table: str,
+    reads: Sequence[str] = (),
+    as_of: datetime | None = None,
+    digests: RunDigests | None = None,
 ) -> str | None:
     """The run that validated ``table`` whole with the content it has now (``record_validated`` with
-    the same ``reads`` and ``as_of``), or None: never recorded, or one of the tables written since,
-    by a run or by hand, or another instant."""
+    the same ``reads`` and ``as_of``; ``digests``: the contents the run knows), or None: never
+    recorded, or one of the tables written since, by a run or by hand, or another instant."""
     if not table_exists(con, tables.VALIDATED_CONTENTS):
         return None
     rows = con.execute(
         f"SELECT run_id FROM {tables.VALIDATED_CONTENTS} WHERE table_name = ? AND content_digest = ?",
-        [table, _validated_state(con, table, reads, as_of)],
+        [table, _validated_state(con, table, reads, as_of, digests)],
     ).fetchall()
     return rows[0][0] if rows else None

@@ -16,7 +16,7 @@ from pathlib import Path
 import duckdb
 import polars as pl
 
-from tradingmem_assets.lib.tables import RAW_SCHEMA_NAME
+from tradingmem_assets.lib.tables import RAW_REJECTS, RAW_SCHEMA_NAME
 
 
 class WarehouseLockedError(RuntimeError):
@@ -102,6 +102,48 @@ def rows_digest(
     """``rows_digest_sql`` of every row of ``relation`` (a table, or a parenthesized query)."""
     ((digest,),) = con.execute(f"SELECT {rows_digest_sql('t')} FROM {relation} t", params or {}).fetchall()
     return digest
+
+
+class RunDigests:
+    """The ``rows_digest`` of whole tables as a run knows them, so that a run hashes a table once
+    where several of its steps and checks would each hash it again (at SF 10 a landing table was
+    hashed up to seven times a run, and every derived table twice).
+
+    A digest is known only when it was told (``note``/``written``): by the run's start, which hashes
+    every table while the run holds the file, or by the one step that writes the table, after its
+    last write. Anything else is hashed when asked and not remembered, since nothing here sees a
+    table change. A writer ``forget``s its table before writing, so a failed write leaves nothing
+    stale. A key is a qualified table name, or ``(table, part)`` for a digest of part of one.
+    """
+
+    def __init__(self) -> None:
+        self._known: dict[str | tuple[str, str], str] = {}
+
+    def of(self, con: duckdb.DuckDBPyConnection, table: str) -> str:
+        """The digest of every row of ``table`` now."""
+        known = self._known.get(table)
+        return rows_digest(con, table) if known is None else known
+
+    def get(self, key: str | tuple[str, str]) -> str | None:
+        return self._known.get(key)
+
+    def note(self, key: str | tuple[str, str], digest: str) -> None:
+        self._known[key] = digest
+
+    def forget(self, *keys: str | tuple[str, str]) -> None:
+        for key in keys:
+            self._known.pop(key, None)
+
+    def written(self, con: duckdb.DuckDBPyConnection, table: str) -> str:
+        """Hash ``table`` as its writer left it (call after its last write of the run) and remember it."""
+        digest = rows_digest(con, table)
+        self._known[table] = digest
+        return digest
+
+
+def rejects_key(table: str) -> tuple[str, str]:
+    """The ``RunDigests`` key of a landing table's rows of ``raw_rejects`` (a shared table)."""
+    return (RAW_REJECTS, table)
 
 
 def table_columns(con: duckdb.DuckDBPyConnection, qualified: str) -> list[str]:

@@ -104,7 +104,7 @@ def evaluation(context: dg.AssetExecutionContext, warehouse: WarehouseResource):
             )
             record_basis(con, tables.EVALUATION_BASIS, incremental.EVALUATION_VISIBLE, context.run_id, as_of)
         # every run is valid now: the stored check need not validate them again while they stay so
-        record_validated(con, tables.EVALUATION_RUNS, context.run_id)
+        record_validated(con, tables.EVALUATION_RUNS, context.run_id, digests=warehouse.digests)
         touched = None
         if since is not None:
             touched = scalar(con, "SELECT count(*) FROM _ev_touched")

@@ -29,7 +29,14 @@ import polars as pl
 
 from tradingmem_assets.defs.landing.ingest import IngestResult, Kept, find_landing_file, ingest_into
 from tradingmem_assets.lib import tables
-from tradingmem_assets.lib.warehouse import append_rows, ensure_table, rows_digest, table_exists
+from tradingmem_assets.lib.warehouse import (
+    RunDigests,
+    append_rows,
+    ensure_table,
+    rejects_key,
+    rows_digest,
+    table_exists,
+)
 
 LANDING_INGESTS_DTYPES = pl.Schema(
     {
@@ -45,21 +52,32 @@ LANDING_INGESTS_DTYPES = pl.Schema(
 )
 
 
-def _left_digests(con: duckdb.DuckDBPyConnection, table: str) -> tuple[str, str]:
-    """Digests of ``raw.<table>`` and of its rows of ``raw_rejects``, as they are now."""
-    rejects = "0:0"
-    if table_exists(con, tables.RAW_REJECTS):
-        rejects = rows_digest(
-            con, f"(SELECT * FROM {tables.RAW_REJECTS} WHERE table_name = $t)", {"t": table}
-        )
-    return rows_digest(con, tables.raw_table(table)), rejects
+def _left_digests(
+    con: duckdb.DuckDBPyConnection, table: str, digests: RunDigests | None = None
+) -> tuple[str, str]:
+    """Digests of ``raw.<table>`` and of its rows of ``raw_rejects``, as they are now (as the run
+    knows them, with ``digests``)."""
+    known = RunDigests() if digests is None else digests
+    rejects = known.get(rejects_key(table))
+    if rejects is None:
+        rejects = "0:0"
+        if table_exists(con, tables.RAW_REJECTS):
+            rejects = rows_digest(
+                con, f"(SELECT * FROM {tables.RAW_REJECTS} WHERE table_name = $t)", {"t": table}
+            )
+    return known.of(con, tables.raw_table(table)), rejects
 
 
 def kept_rows(
-    con: duckdb.DuckDBPyConnection, landing_dir: Path, table: str, code: str | None
+    con: duckdb.DuckDBPyConnection,
+    landing_dir: Path,
+    table: str,
+    code: str | None,
+    digests: RunDigests | None = None,
 ) -> tuple[Kept | None, str]:
     """What the last ingest of ``table`` read, when its file may be read from its first new row,
-    and otherwise None with the reason the file is ingested whole."""
+    and otherwise None with the reason the file is ingested whole (``digests``: what the run
+    knows the raw table and its rejects hold now)."""
     if code is None:
         return None, "no fingerprint of the code and settings (not a main job run)"
     if not table_exists(con, tables.LANDING_INGESTS) or not table_exists(con, tables.raw_table(table)):
@@ -77,18 +95,24 @@ def kept_rows(
         return None, f"the last ingest read another file ({Path(source_file).name})"
     if code_then != code:
         return None, "the code or settings changed since the last ingest"
-    if _left_digests(con, table) != (raw_digest, rejects_digest):
+    if _left_digests(con, table, digests) != (raw_digest, rejects_digest):
         return None, f"raw.{table} or its rejects changed since the last ingest"
     return Kept(tuple(columns), rows, source_digest), ""
 
 
 def land(
-    con: duckdb.DuckDBPyConnection, landing_dir: Path, table: str, code: str | None
+    con: duckdb.DuckDBPyConnection,
+    landing_dir: Path,
+    table: str,
+    code: str | None,
+    digests: RunDigests | None = None,
 ) -> tuple[IngestResult, str]:
     """Ingest the table's landing file, from its first new row when it only grew at its end, and
     record what was read and left; with how it was read (for the asset's metadata). Call inside a
-    transaction."""
-    kept, why_whole = kept_rows(con, landing_dir, table, code)
+    transaction; with the run's ``digests``, call ``landed`` once it committed."""
+    kept, why_whole = kept_rows(con, landing_dir, table, code, digests)
+    if digests is not None:  # written from here on: known again only once committed
+        digests.forget(tables.raw_table(table), rejects_key(table))
     result = ingest_into(con, landing_dir, table, kept)
     if result.read_after:
         how = (
@@ -118,3 +142,13 @@ def land(
     }
     append_rows(con, tables.LANDING_INGESTS, pl.DataFrame([record], schema=LANDING_INGESTS_DTYPES))
     return result, how
+
+
+def landed(con: duckdb.DuckDBPyConnection, table: str, digests: RunDigests) -> None:
+    """Tell the run's ``digests`` what ``land`` left, once its transaction committed (the digests
+    its ingest record holds: nothing else writes the table or its rejects in the run)."""
+    ((raw_digest, rejects_digest),) = con.execute(
+        f"SELECT raw_digest, rejects_digest FROM {tables.LANDING_INGESTS} WHERE table_name = ?", [table]
+    ).fetchall()
+    digests.note(tables.raw_table(table), raw_digest)
+    digests.note(rejects_key(table), rejects_digest)

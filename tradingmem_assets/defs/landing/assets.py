@@ -6,7 +6,7 @@ from pathlib import Path
 import dagster as dg
 import polars as pl
 
-from tradingmem_assets.defs.landing.appended import land
+from tradingmem_assets.defs.landing.appended import land, landed
 from tradingmem_assets.defs.landing.ingest import LandingFileError, count_landing_rows, find_landing_file
 from tradingmem_assets.defs.landing.invariants import LANDING_TABLES, RAW_REJECTS_DTYPES, LandingTable
 from tradingmem_assets.defs.resources import WarehouseResource
@@ -81,10 +81,14 @@ def _landing_asset(spec: LandingTable) -> dg.AssetsDefinition:
                     "unchanged_since_run": since,
                 }
             else:
-                with warehouse.connect() as con, transaction(con):
-                    ensure_table(con, tables.RAW_REJECTS, pl.DataFrame(schema=RAW_REJECTS_DTYPES))
-                    ingested, how = land(con, landing_dir, spec.name, warehouse.code_fingerprint)
-                    counts = _stored_counts(con, spec.name)
+                with warehouse.connect() as con:
+                    with transaction(con):
+                        ensure_table(con, tables.RAW_REJECTS, pl.DataFrame(schema=RAW_REJECTS_DTYPES))
+                        ingested, how = land(
+                            con, landing_dir, spec.name, warehouse.code_fingerprint, warehouse.digests
+                        )
+                        counts = _stored_counts(con, spec.name)
+                    landed(con, spec.name, warehouse.digests)
                 rows_read, source_file = ingested.rows_read, ingested.source_file
                 filled = ingested.filled_columns
                 if source_file is None:

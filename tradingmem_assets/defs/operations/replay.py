@@ -47,8 +47,10 @@ from tradingmem_assets.defs.operations.landing_state import LandingState
 from tradingmem_assets.lib import tables
 from tradingmem_assets.lib.dtypes import UTC_TS
 from tradingmem_assets.lib.warehouse import (
+    RunDigests,
     append_rows,
     ensure_table,
+    rejects_key,
     rows_digest,
     rows_digest_sql,
     table_columns,
@@ -160,11 +162,13 @@ def _derived_tables(con: duckdb.DuckDBPyConnection) -> list[str]:
     ]
 
 
-def table_contents(con: duckdb.DuckDBPyConnection) -> dict[str, str]:
+def table_contents(con: duckdb.DuckDBPyConnection, digests: RunDigests | None = None) -> dict[str, str]:
     """A digest of every derived table's rows (``rows_digest``: row count and sum of row hashes), by
-    name. Never a storage layout: DuckDB reuses freed blocks, so two hand edits can leave another
-    content with the same ``pragma_storage_info``. About 2.5 s at SF 10, hashing in DuckDB."""
-    return {name: rows_digest(con, name) for name in _derived_tables(con)}
+    name; ``digests``: those the run already knows. Never a storage layout: DuckDB reuses freed
+    blocks, so two hand edits can leave another content with the same ``pragma_storage_info``.
+    4-7 s at SF 10, hashing in DuckDB."""
+    digest_of = rows_digest if digests is None else digests.of
+    return {name: digest_of(con, name) for name in _derived_tables(con)}
 
 
 def contents_fingerprint(contents: dict[str, str]) -> str:
@@ -176,6 +180,10 @@ def _current(con: duckdb.DuckDBPyConnection, table: str, dtypes: pl.Schema) -> b
     """Whether the record table exists with the columns this code writes (a warehouse built by an
     older version may have other ones: those records are not read, and the next record drops them)."""
     return table_exists(con, table) and table_columns(con, table) == list(dtypes)
+
+
+NO_REJECTS = "0:none"  # a landing table's rejects digest in run_table_states when it has none
+NO_ROWS = "0:0"  # rows_digest of no rows
 
 
 def _rejects_digests(con: duckdb.DuckDBPyConnection) -> dict[str, str]:
@@ -199,7 +207,7 @@ def _states(
         name: (
             fingerprints.get(name, fingerprints["*"]),
             content,
-            rejects.get(raw[name], "0:none") if name in raw else "-",
+            rejects.get(raw[name], NO_REJECTS) if name in raw else "-",
         )
         for name, content in contents.items()
     }
@@ -213,11 +221,13 @@ def record(
     inputs: str,
     fingerprints: dict[str, str],
     states: dict[str, tuple[str, str, str]] | None = None,
+    digests: RunDigests | None = None,
 ) -> None:
     """Remember a successful main job run's inputs and the content of the warehouse it left
-    (``states``: already known, as a replay's are, ``Unchanged.states``: it wrote no table)."""
+    (``states``: already known, as a replay's are, ``Unchanged.states``: it wrote no table;
+    ``digests``: the tables whose content the run already knows)."""
     if states is None:
-        states = _states(con, fingerprints, table_contents(con))
+        states = _states(con, fingerprints, table_contents(con, digests))
     for table, dtypes in (
         (tables.RUN_INPUTS, RUN_INPUTS_DTYPES),
         (tables.RUN_TABLE_STATES, RUN_TABLE_STATES_DTYPES),
@@ -256,6 +266,16 @@ class Unchanged:
     tables: frozenset[str] = frozenset()
     states: dict[str, tuple[str, str, str]] = field(default_factory=dict)  # every table's, now
     replays: str | None = None  # the latest run, when these inputs are its and nothing changed since
+
+    def tell(self, digests: RunDigests) -> None:
+        """Tell ``digests`` what every landing table and its rejects held at the run's start: only
+        their landing step writes them, and it forgets them first. A derived table is not told:
+        nothing would forget it when a step rewrites it."""
+        for table in LANDING_TABLES:
+            state = self.states.get(tables.raw_table(table))
+            if state is not None:
+                digests.note(tables.raw_table(table), state[1])
+                digests.note(rejects_key(table), NO_ROWS if state[2] == NO_REJECTS else state[2])
 
     def as_left_by(self, con: duckdb.DuckDBPyConnection, run_id: str, names: Iterable[str]) -> bool:
         """Whether these tables are now exactly as run ``run_id`` left them, from the same inputs."""

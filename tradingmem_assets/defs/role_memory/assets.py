@@ -163,7 +163,7 @@ def role_cases(context, warehouse, con, registry) -> dg.MaterializeResult:
         recall_index = rebuild_recall_index(con, keep_if_unchanged=True, changed_decisions=touched)
         record_basis(con, tables.ROLE_CASES_BASIS, incremental.ADMISSION_VISIBLE, context.run_id, as_of)
     # both stored checks would validate what was just validated: they need not, while it is unchanged
-    record_validated(con, tables.ROLE_CASES, context.run_id, CHAIN_TABLES, as_of)
+    record_validated(con, tables.ROLE_CASES, context.run_id, CHAIN_TABLES, as_of, warehouse.digests)
     total = scalar(con, "SELECT count(*) FROM main.role_cases")
     status = dict(con.execute("SELECT status, count(*) FROM main.role_cases GROUP BY status").fetchall())
     admitted_again = (

@@ -53,7 +53,7 @@ def _stored_check(
                     },
                 )
             as_of = warehouse.as_of_ts
-            by_run = None if reads is None else validated_by(con, table, reads, as_of)
+            by_run = None if reads is None else validated_by(con, table, reads, as_of, warehouse.digests)
             if by_run is not None:
                 return dg.AssetCheckResult(
                     check_name=name,
