@@ -45,7 +45,7 @@ def _ingests(instance, run_id) -> dict[str, str]:
 @pytest.fixture(scope="module")
 def world(tmp_path_factory):
     root = tmp_path_factory.mktemp("digests_world")
-    write_demo_world(root, scale=0.003, seed=31)
+    write_demo_world(root, scale=0.002, seed=31)
     return root
 
 
