@@ -23,10 +23,11 @@ def run(instance, db, landing, as_of: str):
 
 
 def materialization_metadata(instance, run_id: str, asset: str) -> dict:
-    """The metadata values of ``asset``'s materialization in run ``run_id``."""
+    """The metadata values of ``asset``'s materialization (``raw/<table>`` for a landing table) in
+    run ``run_id``."""
     for record in instance.all_logs(run_id, of_type=dg.DagsterEventType.ASSET_MATERIALIZATION):
         materialization = record.dagster_event.event_specific_data.materialization
-        if materialization.asset_key == dg.AssetKey(asset):
+        if materialization.asset_key == dg.AssetKey.from_user_string(asset):
             return {k: v.value for k, v in materialization.metadata.items()}
     raise AssertionError(f"{asset} did not materialize")
 

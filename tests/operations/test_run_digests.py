@@ -1,13 +1,13 @@
 """A run hashes a table once: the digests its steps tell each other (``RunDigests``) are exactly
 what the tables hold, and a hand edit between runs is still seen by the next run."""
 
-import dagster as dg
 import duckdb
 import pytest
 
-from tests.incremental import at, run
+from tests.incremental import at, materialization_metadata, run
 from tradingmem_assets.benchmark.days import landing_until
 from tradingmem_assets.defs.operations import replay
+from tradingmem_assets.defs.operations.runs import landing_ingested
 from tradingmem_assets.defs.role_memory.chain import CHAIN_TABLES
 from tradingmem_assets.demo import write_demo_world
 from tradingmem_assets.lib import tables
@@ -32,16 +32,6 @@ def test_a_digest_is_remembered_only_when_told(tmp_path):
         assert digests.of(con, "main.t") == rows_digest(con, "main.t")
 
 
-def _ingests(instance, run_id) -> dict[str, str]:
-    """How the run read each landing table it ingested (its ``ingested`` metadata)."""
-    out = {}
-    for record in instance.all_logs(run_id, of_type=dg.DagsterEventType.ASSET_MATERIALIZATION):
-        materialization = record.dagster_event.event_specific_data.materialization
-        if materialization.asset_key.path[0] == "raw" and "ingested" in materialization.metadata:
-            out[materialization.asset_key.path[-1]] = materialization.metadata["ingested"].value
-    return out
-
-
 @pytest.fixture(scope="module")
 def world(tmp_path_factory):
     root = tmp_path_factory.mktemp("digests_world")
@@ -55,7 +45,7 @@ def test_what_a_run_records_is_what_its_tables_hold_and_a_hand_edit_is_seen(tmp_
     run(instance, db, landing, DAYS[0])
     landing_until(world, landing, at(DAYS[1]))
     report = run(instance, db, landing, DAYS[1])
-    appended = [t for t, how in _ingests(instance, report.run_id).items() if how.startswith("appended")]
+    appended = [t for t, how in landing_ingested(instance, report.run_id).items() if how == "appended"]
     assert "trading_decisions" in appended  # its earlier rows checked against the run's digests
     with duckdb.connect(str(db), read_only=True) as con:
         recorded = replay.recorded_states(con, report.run_id)
@@ -67,12 +57,12 @@ def test_what_a_run_records_is_what_its_tables_hold_and_a_hand_edit_is_seen(tmp_
         con.execute("DELETE FROM raw.trading_decisions WHERE rowid = 0")
     landing_until(world, landing, at(DAYS[2]))
     edited = run(instance, db, landing, DAYS[2])
-    how = _ingests(instance, edited.run_id)
     assert (
-        how["trading_decisions"]
+        materialization_metadata(instance, edited.run_id, "raw/trading_decisions")["ingested"]
         == "whole: raw.trading_decisions or its rejects changed since the last ingest"
     )
-    assert [t for t in appended if t != "trading_decisions" and how.get(t, "").startswith("appended")]
+    how = landing_ingested(instance, edited.run_id)
+    assert [t for t in appended if t != "trading_decisions" and how.get(t) == "appended"]
     with duckdb.connect(str(db), read_only=True) as con:
         recorded = replay.recorded_states(con, edited.run_id)
         assert {name: state[1] for name, state in recorded.items()} == replay.table_contents(con)

@@ -96,6 +96,9 @@ def rows_digest_sql(row: str, where: str | None = None) -> str:
     return f"count(*){only}::VARCHAR || ':' || coalesce(sum(hash({row})::HUGEINT){only}, 0)::VARCHAR"
 
 
+NO_ROWS = "0:0"  # rows_digest of no rows
+
+
 def rows_digest(
     con: duckdb.DuckDBPyConnection, relation: str, params: Mapping[str, object] | None = None
 ) -> str:

@@ -30,6 +30,7 @@ import polars as pl
 from tradingmem_assets.defs.landing.ingest import IngestResult, Kept, find_landing_file, ingest_into
 from tradingmem_assets.lib import tables
 from tradingmem_assets.lib.warehouse import (
+    NO_ROWS,
     RunDigests,
     append_rows,
     ensure_table,
@@ -60,7 +61,7 @@ def _left_digests(
     known = RunDigests() if digests is None else digests
     rejects = known.get(rejects_key(table))
     if rejects is None:
-        rejects = "0:0"
+        rejects = NO_ROWS
         if table_exists(con, tables.RAW_REJECTS):
             rejects = rows_digest(
                 con, f"(SELECT * FROM {tables.RAW_REJECTS} WHERE table_name = $t)", {"t": table}

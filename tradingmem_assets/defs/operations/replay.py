@@ -47,6 +47,7 @@ from tradingmem_assets.defs.operations.landing_state import LandingState
 from tradingmem_assets.lib import tables
 from tradingmem_assets.lib.dtypes import UTC_TS
 from tradingmem_assets.lib.warehouse import (
+    NO_ROWS,
     RunDigests,
     append_rows,
     ensure_table,
@@ -183,7 +184,6 @@ def _current(con: duckdb.DuckDBPyConnection, table: str, dtypes: pl.Schema) -> b
 
 
 NO_REJECTS = "0:none"  # a landing table's rejects digest in run_table_states when it has none
-NO_ROWS = "0:0"  # rows_digest of no rows
 
 
 def _rejects_digests(con: duckdb.DuckDBPyConnection) -> dict[str, str]:
