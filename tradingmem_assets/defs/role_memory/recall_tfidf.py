@@ -91,11 +91,7 @@ _SCRATCH = (
 
 
 # the rows that may be returned, narrow: the ranking reads these three columns only
-_NARROW = """
-SELECT doc_no, base2, tie FROM ({rows}) r
-WHERE ($symbol::VARCHAR IS NULL OR r.symbol = $symbol)
-  AND ($scenario::VARCHAR IS NULL OR r.scenario = $scenario)
-"""
+_NARROW = "SELECT doc_no, base2, tie FROM ({rows}) r WHERE true"  # then the given filters' equalities
 
 
 def _round6(x: np.ndarray) -> np.ndarray:
@@ -128,34 +124,40 @@ def top_k(rows: dict[str, np.ndarray], dot: np.ndarray, adj: np.ndarray, qnorm: 
 
 
 def _hits(
-    terms: Counter[str], n: int, df: dict[str, int], postings: dict[str, dict[str, np.ndarray]]
+    terms: Counter[str], n: int, df: dict[str, int], postings: dict[str, tuple[np.ndarray, np.ndarray]]
 ) -> tuple[np.ndarray, np.ndarray, float]:
-    """Indexed by doc_no (``postings``: term -> doc_no, s arrays): each text's dot product with the
-    query and the change of its squared norm once the query joins the fit; and the query's norm."""
-    squares, docs, dots, adjs = 0.0, [], [], []
+    """Indexed by doc_no (``postings``: term -> doc_no and s arrays): each text's dot product with the
+    query and the change of its squared norm once the query joins the fit; and the query's norm.
+
+    Each text's sums run over the query's terms in their order, as one ``bincount`` over the
+    concatenated postings would add them, but into two arrays and one scratch buffer: temporaries
+    the size of the postings cost more (fresh pages) than the arithmetic."""
+    squares, weighted = 0.0, []
     for term, tf in terms.items():
         idf_q = math.log((n + 2) / (df.get(term, 0) + 2)) + 1  # the query counts as a document
         idf_0 = math.log((n + 2) / (df.get(term, 0) + 1)) + 1
         wq = (1 + math.log(tf)) * idf_q
         squares += wq * wq
         if term in postings:
-            s = postings[term]["s"]
-            docs.append(postings[term]["doc_no"])
-            dots.append(s * (wq * idf_q))
-            adjs.append(s * s * (idf_q * idf_q - idf_0 * idf_0))
-    if not docs:
-        return np.zeros(0), np.zeros(0), math.sqrt(squares)
-    doc_no = np.concatenate(docs)
-    return (
-        np.bincount(doc_no, np.concatenate(dots)),
-        np.bincount(doc_no, np.concatenate(adjs)),
-        math.sqrt(squares),
-    )
+            weighted.append((*postings[term], wq * idf_q, idf_q * idf_q - idf_0 * idf_0))
+    size = max((int(doc.max()) + 1 for doc, *_ in weighted if doc.size), default=0)
+    dot, adj = np.zeros(size), np.zeros(size)
+    scratch = np.empty(max((doc.size for doc, *_ in weighted), default=0))
+    for doc, s, to_dot, to_adj in weighted:
+        part = scratch[: doc.size]
+        np.add.at(dot, doc, np.multiply(s, to_dot, out=part))
+        np.multiply(s, s, out=part)
+        np.add.at(adj, doc, np.multiply(part, to_adj, out=part))
+    return dot, adj, math.sqrt(squares)
 
 
 def _postings(con: duckdb.DuckDBPyConnection, sql: str, lookups: dict[str, dict]) -> dict:
     """Per term, its postings (doc_no and s arrays): ``sql`` with the term's own parameters."""
-    return {term: con.execute(sql, params).fetchnumpy() for term, params in lookups.items()}
+    out = {}
+    for term, params in lookups.items():
+        got = con.execute(sql, params).fetchnumpy()
+        out[term] = (got["doc_no"], got["s"])
+    return out
 
 
 def ranked(
@@ -184,7 +186,6 @@ def ranked(
         return []
     (n, stable_from, *_), numbered = role[0], [(t, df, no) for *_, t, df, no in role if t is not None]
     select = ", ".join(f"r.{c}" for c in columns)
-    ranking = {"role": role_id, "symbol": symbol, "scenario": scenario}
     # at or after the role's last validity change, the visible set is the current one
     current = as_of is None or stable_from is None or as_of >= stable_from
     try:
@@ -200,10 +201,11 @@ def ranked(
             n = con.execute("SELECT n FROM _recall_visible_n").fetchall()[0][0]
             df = dict(con.execute(_DF_AT, {"terms": list(terms)}).fetchall())
             postings = _postings(con, _POSTINGS_AT, {t: {"term": t} for t, d in df.items() if d})
-            ranking.pop("role")
             rows = "SELECT * FROM _recall_visible_rows"
+        given = {f: v for f, v in {"symbol": symbol, "scenario": scenario}.items() if v is not None}
+        narrow_sql = _NARROW.format(rows=rows) + "".join(f" AND r.{f} = ${f}" for f in given)
         # read as a relation: it converts to numpy in about half the time of an executed statement
-        narrow = con.sql(_NARROW.format(rows=rows), params=ranking).fetchnumpy()
+        narrow = con.sql(narrow_sql, params={"role": role_id, **given} if current else given).fetchnumpy()
         ties, scores = top_k(narrow, *_hits(terms, n, df, postings), k)
         if not ties.size:
             return []
