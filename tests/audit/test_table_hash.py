@@ -68,6 +68,20 @@ def test_values_are_serialized_unambiguously(con, rows_a, rows_b):
     assert table_sha256(con, "main.t")[0] != first
 
 
+@pytest.mark.parametrize(
+    ("rows_a", "rows_b"),
+    [
+        ("('ab'), ('c')", "('a'), ('bc')"),  # the rows' texts are hashed one after another
+        ("('x'), ('')", "('x')"),  # an empty value still is a row
+    ],
+)
+def test_where_one_row_ends_and_the_next_begins_is_part_of_the_hash(con, rows_a, rows_b):
+    make(con, "t", rows_a, "a VARCHAR")
+    first = table_sha256(con, "main.t")[0]
+    make(con, "t", rows_b, "a VARCHAR")
+    assert table_sha256(con, "main.t")[0] != first
+
+
 def test_a_schema_change_changes_the_hash_even_with_no_rows(con):
     make(con, "t", "", "a VARCHAR")
     first = table_sha256(con, "main.t")[0]
