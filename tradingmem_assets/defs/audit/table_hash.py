@@ -12,7 +12,7 @@ The digest of a table is one SHA-256 over a canonical form of its full contents:
 - the row count.
 
 Until format v2 each row was SHA-256'd on its own and the sorted row digests were hashed; DuckDB's
-SHA-256 runs at a fraction of the speed of ``hashlib``'s, so that took about twice as long. The
+SHA-256 runs at a fraction of the speed of ``hashlib``'s, so that took about 1.5 times as long. The
 digest depends on DuckDB's ``to_json`` and ``hash``: digests of the same contents agree between
 processes on one DuckDB version (an audit pass compares two digests of its own).
 
