@@ -69,34 +69,38 @@ FROM _ev_fresh_pending
 # Every interval a run was primary: the policy (version 0 from the execution, version 1 from its
 # known_at, on the role's primary profile) and explicit promotions (from the later of promoted_at
 # and the version's known_at), the latest explicit promotion winning over the policy.
+# A decision no promotion names (all but a few) has at most two policy events, two distinct runs:
+# its intervals follow from one ``lead`` (at one instant, version 1 wins: the empty interval of
+# version 0 is dropped). Only the promoted decisions' events go through the ordering of policy
+# and promotions, so the windows that sort by decision run over their few rows.
 PRIMARIES_SQL = """
 CREATE OR REPLACE TEMP TABLE _ev_primaries AS
-WITH runs AS (
-    SELECT run_id, decision_id, profile_id, run_version, known_at FROM _ev_previous
-    UNION ALL
-    SELECT f.run_id, k.decision_id, k.profile_id, f.run_version, f.known_at
-    FROM _ev_fresh f JOIN _ev_keys k USING (gid)
-),
-policy AS (
-    SELECT r.decision_id, r.run_id,
+WITH policy AS (
+    SELECT r.decision_id, r.run_id, r.run_version,
            CASE WHEN r.run_version = 0 THEN x.executed_at ELSE r.known_at END AS effective_at
-    FROM runs r
+    FROM (SELECT run_id, decision_id, profile_id, run_version, known_at FROM _ev_previous
+          WHERE run_version IN (0, 1)
+          UNION ALL
+          SELECT f.run_id, k.decision_id, k.profile_id, f.run_version, f.known_at
+          FROM _ev_fresh f JOIN _ev_keys k USING (gid) WHERE f.run_version IN (0, 1)) r
     JOIN _ev_decisions d USING (decision_id)
     JOIN _ev_roles ro ON ro.role_id = d.role_id AND ro.primary_profile = r.profile_id
     JOIN _ev_exec x USING (decision_id)
-    WHERE r.run_version IN (0, 1)
 ),
 explicit AS (
     SELECT r.decision_id, r.run_id, greatest(p.promoted_at, coalesce(r.known_at, p.promoted_at)) AS effective_at,
            p.promoted_at, r.profile_id, r.run_version
     FROM raw.evaluation_promotions p
-    JOIN runs r USING (decision_id, profile_id, run_version)
+    JOIN (SELECT run_id, decision_id, profile_id, run_version, known_at FROM _ev_previous
+          UNION ALL
+          SELECT f.run_id, k.decision_id, k.profile_id, f.run_version, f.known_at
+          FROM _ev_fresh f JOIN _ev_keys k USING (gid)) r USING (decision_id, profile_id, run_version)
     WHERE p.promoted_at <= $as_of
 ),
-events AS (
+events AS (  -- of the promoted decisions only
     SELECT decision_id, effective_at, run_id AS policy_run, NULL::VARCHAR AS explicit_run,
            0 AS kind, NULL::TIMESTAMPTZ AS promoted_at, NULL::VARCHAR AS profile_id, NULL::BIGINT AS run_version
-    FROM policy
+    FROM policy SEMI JOIN explicit USING (decision_id)
     UNION ALL
     SELECT decision_id, effective_at, NULL, run_id, 1, promoted_at, profile_id, run_version FROM explicit
 ),
@@ -116,7 +120,13 @@ changes AS (
 SELECT decision_id, run_id, effective_at AS primary_from,
        lead(effective_at) OVER (PARTITION BY decision_id ORDER BY effective_at) AS primary_until
 FROM changes
+UNION ALL
+SELECT decision_id, run_id, effective_at AS primary_from,
+       lead(effective_at) OVER (PARTITION BY decision_id ORDER BY effective_at, run_version) AS primary_until
+FROM policy ANTI JOIN explicit USING (decision_id)
+QUALIFY primary_until IS NULL OR primary_until > primary_from
 """
+
 
 # All runs with is_primary / promoted_at as of this run (the open primary interval): a view, so a
 # full build writes the stored table straight from it (incremental.write_runs).
