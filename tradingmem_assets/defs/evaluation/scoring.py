@@ -161,13 +161,14 @@ SELECT s.gid, s.known_at,
 FROM scored s
 """
 
-# Version 0 of every (execution, profile), the open window: only its volatility is measured.
+# Version 0 of every (execution, profile), the open window: only its volatility is measured, so
+# only the facts known at the execution are joined.
 _PENDING_SQL = f"""
 CREATE OR REPLACE TEMP TABLE _ev_pending AS
-WITH {_WINDOWS_CTE}
 SELECT s.gid, s.vol30 AS volatility, s.vol_n < 29 AS short_history,
        sha256(concat_ws('|', {_HASH_HEAD.format(kind="pending")})) AS inputs_hash
-FROM measured s
+FROM (SELECT g.*, x.execution_id, x.direction, x.executed_at, e.vol30, e.vol_n
+      FROM _ev_grid g JOIN _ev_exec x USING (xid) JOIN _ev_at_exec e USING (xid)) s
 """
 
 # The evaluation pipeline: each statement creates one temp table; every ASOF join runs over a
