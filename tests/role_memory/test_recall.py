@@ -12,6 +12,8 @@ from tests.role_memory.test_admission import DOWNSTREAM, PIPELINE
 from tests.role_memory.world import Chain, band, bars, fill_price_for
 from tests.world import World
 from tradingmem_assets.defs.role_memory.recall import RoleMemoryUnavailableError, require_active, search_cases
+from tradingmem_assets.defs.role_memory.recall_tfidf import RecallIndexOutdatedError
+from tradingmem_assets.lib import tables
 from tradingmem_assets.settings import SETTINGS
 
 QUERY = "short squeeze on thin liquidity after the earnings gap"
@@ -166,6 +168,26 @@ def test_role_cases_keeps_the_recall_index_unless_a_recallable_case_changed(reca
     assert role_cases_run("raw/trading_decisions") == "rebuilt"  # without role_reflections running
     [hit] = [h for h in hits(world, k=50) if decision_of(world)[h.case_id] == "mine_a"]
     assert hit.decision_text == text
+
+
+def test_role_cases_renews_a_term_index_an_older_version_wrote(recall_world, tmp_path):
+    """Terms stored with s = 1 + ln tf (the previous layout) are refused by a read, and the next
+    role_cases rebuilds them although no case changed."""
+    world = World(tmp_path / "copy", recall_world.instance)
+    shutil.copy(recall_world.db, world.db)
+    shutil.copytree(recall_world.landing, world.landing, dirs_exist_ok=True)
+    want = hits(world, k=50)
+    with duckdb.connect(str(world.db)) as con:
+        for table in (tables.ROLE_RECALL_TERMS, tables.ROLE_RECALL_POSTINGS):
+            con.execute(
+                f"CREATE OR REPLACE TABLE {table} AS SELECT * EXCLUDE (tf), 1 + ln(tf) AS s FROM {table}"
+            )
+    with pytest.raises(RecallIndexOutdatedError, match="older version"):
+        hits(world, k=50)
+    result = world.materialize(["role_cases"], as_of=SECOND)
+    [m] = [m for m in result.asset_materializations_for_node("role_cases")]
+    assert m.metadata["recall_index"].value == "rebuilt"
+    assert hits(world, k=50) == want and want
 
 
 def test_the_index_tie_is_a_key_looked_up_through_an_art_index(recall_world: World):

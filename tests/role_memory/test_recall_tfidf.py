@@ -197,25 +197,35 @@ def test_query_terms_are_unigrams_and_neighbouring_bigrams():
     }
 
 
-def test_an_index_of_an_older_layout_is_refused_clearly_and_the_next_rebuild_renews_it(tmp_path):
-    con = _built_index(tmp_path / "old.duckdb")
-    want = ranked(
-        con, ["case_id"], role_id="r1", query=QUERIES[0], symbol=None, scenario=None, k=20, as_of=None
-    )
-    # the layout of the previous version: no term numbers, postings by role and term
-    con.execute(f"ALTER TABLE {tables.ROLE_RECALL_DF} DROP COLUMN term_no")
-    con.execute(
+_S_NOT_TF = [  # each term's s = 1 + ln tf stored instead of its tf
+    f"CREATE OR REPLACE TABLE {t} AS SELECT * EXCLUDE (tf), 1 + ln(tf) AS s FROM {t}"
+    for t in (tables.ROLE_RECALL_TERMS, tables.ROLE_RECALL_POSTINGS)
+]
+OLDER_LAYOUTS = {
+    "s instead of tf": _S_NOT_TF,
+    "no term numbers, postings by role and term": [
+        *_S_NOT_TF,
+        f"ALTER TABLE {tables.ROLE_RECALL_DF} DROP COLUMN term_no",
         f"CREATE OR REPLACE TABLE {tables.ROLE_RECALL_POSTINGS} AS SELECT d.role_id, d.term, t.doc_no, t.s "
-        f"FROM {tables.ROLE_RECALL_TERMS} t JOIN {tables.ROLE_RECALL_DF} d USING (role_id, term)"
-    )
+        f"FROM {tables.ROLE_RECALL_TERMS} t JOIN {tables.ROLE_RECALL_DF} d USING (role_id, term)",
+    ],
+}
+
+
+@pytest.mark.parametrize("statements", OLDER_LAYOUTS.values(), ids=OLDER_LAYOUTS.keys())
+@pytest.mark.parametrize("as_of", [None, INSTANTS[1]], ids=["current", "earlier"])
+def test_an_index_of_an_older_layout_is_refused_clearly_and_the_next_rebuild_renews_it(
+    tmp_path, statements, as_of
+):
+    con = _built_index(tmp_path / "old.duckdb")
+    read = dict(role_id="r1", query=QUERIES[0], symbol=None, scenario=None, k=20, as_of=as_of)
+    want = ranked(con, ["case_id"], **read)
+    for statement in statements:
+        con.execute(statement)
     with pytest.raises(RecallIndexOutdatedError, match="older version of tradingmem.*materialize role_cases"):
-        ranked(con, ["case_id"], role_id="r1", query=QUERIES[0], symbol=None, scenario=None, k=20, as_of=None)
+        ranked(con, ["case_id"], **read)
     rebuild_terms_and_stats(con)
-    assert (
-        ranked(con, ["case_id"], role_id="r1", query=QUERIES[0], symbol=None, scenario=None, k=20, as_of=None)
-        == want
-        and want
-    )
+    assert ranked(con, ["case_id"], **read) == want and want
 
 
 def test_a_rebuild_after_rows_come_and_go_keeps_the_scores_exact(index):

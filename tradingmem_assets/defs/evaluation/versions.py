@@ -75,26 +75,26 @@ FROM _ev_fresh_pending
 # and promotions, so the windows that sort by decision run over their few rows.
 PRIMARIES_SQL = """
 CREATE OR REPLACE TEMP TABLE _ev_primaries AS
-WITH policy AS (
+WITH runs AS NOT MATERIALIZED (  -- inlined where read: the policy reads versions 0 and 1 only
+    SELECT run_id, decision_id, profile_id, run_version, known_at FROM _ev_previous
+    UNION ALL
+    SELECT f.run_id, k.decision_id, k.profile_id, f.run_version, f.known_at
+    FROM _ev_fresh f JOIN _ev_keys k USING (gid)
+),
+policy AS (
     SELECT r.decision_id, r.run_id, r.run_version,
            CASE WHEN r.run_version = 0 THEN x.executed_at ELSE r.known_at END AS effective_at
-    FROM (SELECT run_id, decision_id, profile_id, run_version, known_at FROM _ev_previous
-          WHERE run_version IN (0, 1)
-          UNION ALL
-          SELECT f.run_id, k.decision_id, k.profile_id, f.run_version, f.known_at
-          FROM _ev_fresh f JOIN _ev_keys k USING (gid) WHERE f.run_version IN (0, 1)) r
+    FROM runs r
     JOIN _ev_decisions d USING (decision_id)
     JOIN _ev_roles ro ON ro.role_id = d.role_id AND ro.primary_profile = r.profile_id
     JOIN _ev_exec x USING (decision_id)
+    WHERE r.run_version IN (0, 1)
 ),
 explicit AS (
     SELECT r.decision_id, r.run_id, greatest(p.promoted_at, coalesce(r.known_at, p.promoted_at)) AS effective_at,
            p.promoted_at, r.profile_id, r.run_version
     FROM raw.evaluation_promotions p
-    JOIN (SELECT run_id, decision_id, profile_id, run_version, known_at FROM _ev_previous
-          UNION ALL
-          SELECT f.run_id, k.decision_id, k.profile_id, f.run_version, f.known_at
-          FROM _ev_fresh f JOIN _ev_keys k USING (gid)) r USING (decision_id, profile_id, run_version)
+    JOIN runs r USING (decision_id, profile_id, run_version)
     WHERE p.promoted_at <= $as_of
 ),
 events AS (  -- of the promoted decisions only
@@ -126,7 +126,6 @@ SELECT decision_id, run_id, effective_at AS primary_from,
 FROM policy ANTI JOIN explicit USING (decision_id)
 QUALIFY primary_until IS NULL OR primary_until > primary_from
 """
-
 
 # All runs with is_primary / promoted_at as of this run (the open primary interval): a view, so a
 # full build writes the stored table straight from it (incremental.write_runs).

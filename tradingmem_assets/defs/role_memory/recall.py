@@ -26,7 +26,7 @@ from typing import Any
 import duckdb
 
 from tradingmem_assets.defs.role_memory.reasons import chain_eligible_sql
-from tradingmem_assets.defs.role_memory.recall_terms import rebuild_terms_and_stats
+from tradingmem_assets.defs.role_memory.recall_terms import layout_outdated, rebuild_terms_and_stats
 from tradingmem_assets.defs.role_memory.recall_tfidf import ranked
 from tradingmem_assets.lib import tables
 from tradingmem_assets.lib.vocabulary import RECALLABLE_CLASSES
@@ -134,7 +134,9 @@ def rebuild_recall_index(
     """
     if not (table_exists(con, tables.ROLE_CASES) and table_exists(con, tables.ROLE_REFLECTIONS)):
         return None
-    if keep_if_unchanged and changed_decisions is not None and table_exists(con, RECALL_INDEX):
+    # an index whose term index an older version wrote is rebuilt, whatever its rows
+    keep_if_unchanged = keep_if_unchanged and table_exists(con, RECALL_INDEX) and not layout_outdated(con)
+    if keep_if_unchanged and changed_decisions is not None:
         ((affected,),) = con.execute(
             f"SELECT EXISTS (SELECT 1 FROM main.role_reflections rr JOIN main.role_cases rc USING (case_id) "
             f"WHERE rr.classification IN ({_RECALLABLE}) "
@@ -142,7 +144,7 @@ def rebuild_recall_index(
         ).fetchall()
         if not affected:
             return "unchanged"
-    if keep_if_unchanged and table_exists(con, RECALL_INDEX):
+    if keep_if_unchanged:
         con.execute(f"CREATE OR REPLACE TEMP TABLE {NEXT_INDEX} AS {RECALL_INDEX_SQL}")
         try:
             if _same_rows(con):

@@ -3,13 +3,13 @@
 Kept beside ``main.role_recall_index`` and brought in line by every rebuild of it:
 
 - ``role_recall_docs``: every distinct (role, text) gets a small number once (``doc_no``);
-- ``role_recall_terms``: the terms of each text with ``s = 1 + ln tf`` (only texts new to a role
-  are tokenized; texts no row carries any more are dropped);
+- ``role_recall_terms``: the terms of each text with their count ``tf`` in it (only texts new to a
+  role are tokenized; texts no row carries any more are dropped);
 - for each role's current corpus (the rows with no end of validity): ``role_recall_roles`` (``n``,
   the instant ``stable_from`` of its last validity change, a fingerprint of the corpus),
   ``role_recall_df`` (per term: how many current rows hold it, and a number for the (role, term)
-  unique in the table), ``role_recall_postings`` (the terms of the current texts, keyed and sorted
-  by that number: one integer filter reads one term's rows) and
+  unique in the table), ``role_recall_postings`` (the terms of the current texts with their ``tf``,
+  keyed and sorted by that number: one integer filter reads one term's rows) and
   ``role_recall_norms`` (``base2`` of each current text, copied onto the current index rows). Only
   roles whose corpus fingerprint changed are recomputed.
 
@@ -41,8 +41,9 @@ def grams_sql(tokens: str) -> str:
     return f"{tokens} || list_transform(range(1, len({tokens})), lambda i: {tokens}[i] || ' ' || {tokens}[i + 1])"
 
 
-# a text's squared norm before the query joins the fit: over its terms p (s), their df d, corpus size z
-BASE2_SUM = "fsum(p.s * p.s * power(ln((z.n + 2.0) / (d.df + 1.0)) + 1, 2))"
+# a text's squared norm before the query joins the fit: over its terms p (tf, so s = 1 + ln tf), their
+# df d, corpus size z
+BASE2_SUM = "fsum((1 + ln(p.tf)) * (1 + ln(p.tf)) * power(ln((z.n + 2.0) / (d.df + 1.0)) + 1, 2))"
 
 
 def base2_sql(visible: str, df: str, n: str) -> str:
@@ -50,7 +51,7 @@ def base2_sql(visible: str, df: str, n: str) -> str:
     term, df) and ``n`` (role_id, n): the squared norm of a text before the query joins the fit."""
     return f"""
 SELECT p.role_id, p.doc_no, {BASE2_SUM} AS base2
-FROM (SELECT t.role_id, t.doc_no, t.term, t.s FROM {TERMS} t
+FROM (SELECT t.role_id, t.doc_no, t.term, t.tf FROM {TERMS} t
       SEMI JOIN (SELECT DISTINCT role_id, doc_no FROM {visible}) v ON v.role_id = t.role_id AND v.doc_no = t.doc_no) p
 JOIN {df} d ON d.role_id = p.role_id AND d.term = p.term
 JOIN {n} z ON z.role_id = p.role_id
@@ -60,8 +61,8 @@ GROUP BY ALL
 
 _DDL = f"""
 CREATE TABLE IF NOT EXISTS {DOCS} (role_id VARCHAR, doc_id UBIGINT, doc_no INTEGER);
-CREATE TABLE IF NOT EXISTS {TERMS} (role_id VARCHAR, doc_no INTEGER, term VARCHAR, s DOUBLE);
-CREATE TABLE IF NOT EXISTS {POSTINGS} (term_no BIGINT, doc_no INTEGER, s DOUBLE);
+CREATE TABLE IF NOT EXISTS {TERMS} (role_id VARCHAR, doc_no INTEGER, term VARCHAR, tf INTEGER);
+CREATE TABLE IF NOT EXISTS {POSTINGS} (term_no BIGINT, doc_no INTEGER, tf INTEGER);
 CREATE TABLE IF NOT EXISTS {DF} (role_id VARCHAR, term VARCHAR, df HUGEINT, term_no BIGINT);
 CREATE TABLE IF NOT EXISTS {NORMS} (role_id VARCHAR, doc_no INTEGER, base2 DOUBLE);
 CREATE TABLE IF NOT EXISTS {ROLES} (role_id VARCHAR, n BIGINT, stable_from TIMESTAMPTZ, corpus HUGEINT);
@@ -81,7 +82,7 @@ FROM (SELECT DISTINCT role_id, doc_id, doc FROM {INDEX} i
 LEFT JOIN (SELECT role_id, max(doc_no) AS top FROM {DOCS} GROUP BY role_id) m USING (role_id);
 INSERT INTO {DOCS} SELECT role_id, doc_id, doc_no FROM _recall_new;
 INSERT INTO {TERMS}
-SELECT role_id, doc_no, term, 1 + ln(count(*)) AS s
+SELECT role_id, doc_no, term, count(*)::INTEGER AS tf
 FROM (SELECT role_id, doc_no, unnest({grams_sql("tok")}) AS term
       FROM (SELECT role_id, doc_no, regexp_extract_all(doc, '{TOKEN_RE2}') AS tok FROM _recall_new))
 GROUP BY ALL;
@@ -120,7 +121,7 @@ FROM (SELECT t.role_id, t.term, sum(c.rows) AS df
       FROM _recall_current c JOIN {TERMS} t ON t.role_id = c.role_id AND t.doc_no = c.doc_no
       GROUP BY t.role_id, t.term);
 INSERT INTO _recall_postings
-SELECT d.term_no, t.doc_no, t.s FROM {TERMS} t
+SELECT d.term_no, t.doc_no, t.tf FROM {TERMS} t
 SEMI JOIN _recall_current c ON c.role_id = t.role_id AND c.doc_no = t.doc_no
 JOIN {DF} d ON d.role_id = t.role_id AND d.term = t.term;
 CREATE OR REPLACE TABLE {POSTINGS} AS  -- sorted by term number: a read's term lookup skips the rest
@@ -139,11 +140,17 @@ DROP TABLE _recall_roles;
 """
 
 
+def layout_outdated(con: duckdb.DuckDBPyConnection) -> bool:
+    """Whether the stored term index was written by an older version of this code (terms without
+    numbers, or with ``s`` instead of ``tf``)."""
+    terms, df = table_columns(con, TERMS), table_columns(con, DF)
+    return bool((terms and "tf" not in terms) or (df and "term_no" not in df))
+
+
 def rebuild_terms_and_stats(con: duckdb.DuckDBPyConnection) -> None:
     """Bring the term index and the current-state statistics in line with a just rebuilt recall index."""
-    stored = table_columns(con, DF)
-    if stored and "term_no" not in stored:  # written before terms had numbers: recompute every role
-        for table in (DF, POSTINGS, ROLES):
-            con.execute(f"DROP TABLE {table}")
+    if layout_outdated(con):  # computed anew, every text tokenized again
+        for table in (DOCS, TERMS, DF, POSTINGS, NORMS, ROLES):
+            con.execute(f"DROP TABLE IF EXISTS {table}")
     for script in (_DDL, _TERMS_SQL, _CHANGED_SQL, _STATS_SQL):
         run_script(con, script)

@@ -61,13 +61,11 @@ SELECT r.n, r.stable_from, d.term, d.df, d.term_no FROM {ROLES} r
 LEFT JOIN {DF} d ON d.role_id = r.role_id AND list_contains($terms::VARCHAR[], d.term)
 WHERE r.role_id = $role
 """
-# one term at a time: an integer equality on the sorted postings reads only the rows holding it
-_CURRENT_POSTINGS = f"SELECT doc_no, s FROM {POSTINGS} WHERE term_no = $key"
 # ... and the same quantities over them: the visible texts' terms are read from the term index
 # once, and their df, the texts' norms and the query terms' postings all come from that one read
 _ROWS_AT_WITH_NORMS = f"""
 CREATE OR REPLACE TEMP TABLE _recall_visible_terms AS
-SELECT t.doc_no, t.term, t.s, c.rows FROM {TERMS} t
+SELECT t.doc_no, t.term, t.tf, c.rows FROM {TERMS} t
 JOIN (SELECT doc_no, count(*) AS rows FROM _recall_visible GROUP BY doc_no) c ON c.doc_no = t.doc_no
 WHERE t.role_id = $role;
 CREATE OR REPLACE TEMP TABLE _recall_visible_df AS
@@ -80,7 +78,6 @@ SELECT v.*, b.base2 FROM _recall_visible v LEFT JOIN (
     GROUP BY p.doc_no) b USING (doc_no);
 """
 _DF_AT = "SELECT term, df FROM _recall_visible_df WHERE list_contains($terms::VARCHAR[], term)"
-_POSTINGS_AT = "SELECT doc_no, s FROM _recall_visible_terms WHERE term = $term"
 _SCRATCH = (
     "_recall_visible",
     "_recall_visible_terms",
@@ -151,13 +148,25 @@ def _hits(
     return dot, adj, math.sqrt(squares)
 
 
-def _postings(con: duckdb.DuckDBPyConnection, sql: str, lookups: dict[str, dict]) -> dict:
-    """Per term, its postings (doc_no and s arrays): ``sql`` with the term's own parameters."""
-    out = {}
-    for term, params in lookups.items():
-        got = con.execute(sql, params).fetchnumpy()
-        out[term] = (got["doc_no"], got["s"])
-    return out
+def _postings(con: duckdb.DuckDBPyConnection, source: str, column: str, keys: dict[str, object]) -> dict:
+    """Per term, its postings (doc_no and ``s = 1 + ln tf`` arrays), from the rows of ``source`` whose
+    ``column`` is the term's key, in one statement: a branch a term, each an equality (on the sorted
+    postings, it reads only that term's rows). Within a term the rows' order does not matter (a
+    text holds a term once); their term is told by the branch's number."""
+    if not keys:
+        return {}
+    branches = " UNION ALL ".join(
+        f"SELECT {i} AS q, doc_no, tf FROM {source} WHERE {column} = $k{i}" for i in range(len(keys))
+    )
+    got = con.execute(branches, {f"k{i}": key for i, key in enumerate(keys.values())}).fetchnumpy()
+    q, doc, tf = got["q"], got["doc_no"], got["tf"]
+    if not np.all(q[:-1] <= q[1:]):  # the branches' rows came interleaved: grouped by term first
+        order = np.argsort(q, kind="stable")
+        q, doc, tf = q[order], doc[order], tf[order]
+    bounds = np.searchsorted(q, np.arange(len(keys) + 1))
+    # math.log is the C library's log, as DuckDB's ln: the same s as the stored norms were summed from
+    s = np.array([0.0, *(1 + math.log(t) for t in range(1, int(tf.max(initial=0)) + 1))])[tf]
+    return {term: (doc[a:b], s[a:b]) for term, a, b in zip(keys, bounds[:-1], bounds[1:], strict=True)}
 
 
 def ranked(
@@ -172,16 +181,29 @@ def ranked(
     as_of: datetime | None,
 ) -> list[tuple]:
     """The top ``k`` visible rows of the role (``columns`` of the recall index, then ``score``)."""
-    terms = query_terms(query)
-    # the role's corpus size and last change, with the current df and number of each query term
     try:
-        role = con.execute(_ROLE_AND_DF, {"role": role_id, "terms": list(terms)}).fetchall()
-    except duckdb.BinderException as error:  # e.g. role_recall_df without term_no
+        return _ranked(con, columns, role_id, query, symbol, scenario, k, as_of)
+    except duckdb.BinderException as error:  # e.g. role_recall_df without term_no, postings without tf
         raise RecallIndexOutdatedError(
             "the recall index of this warehouse was written by an older version of tradingmem "
             f"({str(error).splitlines()[0]}); materialize role_cases (or run trading_memory_job) once "
             "to rebuild it"
         ) from error
+
+
+def _ranked(
+    con: duckdb.DuckDBPyConnection,
+    columns: list[str],
+    role_id: str,
+    query: str,
+    symbol: str | None,
+    scenario: str | None,
+    k: int,
+    as_of: datetime | None,
+) -> list[tuple]:
+    terms = query_terms(query)
+    # the role's corpus size and last change, with the current df and number of each query term
+    role = con.execute(_ROLE_AND_DF, {"role": role_id, "terms": list(terms)}).fetchall()
     if not role:
         return []
     (n, stable_from, *_), numbered = role[0], [(t, df, no) for *_, t, df, no in role if t is not None]
@@ -191,7 +213,7 @@ def ranked(
     try:
         if current:
             rows, df = _CURRENT_ROWS, {t: d for t, d, _ in numbered}
-            postings = _postings(con, _CURRENT_POSTINGS, {t: {"key": no} for t, _, no in numbered})
+            postings = _postings(con, POSTINGS, "term_no", {t: no for t, _, no in numbered})
         else:
             con.execute(
                 f"CREATE OR REPLACE TEMP TABLE _recall_visible AS {_ROWS_AT}",
@@ -200,7 +222,7 @@ def ranked(
             run_script(con, _ROWS_AT_WITH_NORMS, {"role": role_id})
             n = con.execute("SELECT n FROM _recall_visible_n").fetchall()[0][0]
             df = dict(con.execute(_DF_AT, {"terms": list(terms)}).fetchall())
-            postings = _postings(con, _POSTINGS_AT, {t: {"term": t} for t, d in df.items() if d})
+            postings = _postings(con, "_recall_visible_terms", "term", {t: t for t, d in df.items() if d})
             rows = "SELECT * FROM _recall_visible_rows"
         given = {f: v for f, v in {"symbol": symbol, "scenario": scenario}.items() if v is not None}
         narrow_sql = _NARROW.format(rows=rows) + "".join(f" AND r.{f} = ${f}" for f in given)
