@@ -23,9 +23,11 @@ narrow columns of the visible rows; only the ``k`` rows returned are read whole,
 
 from __future__ import annotations
 
+import functools
 import math
 import re
 from collections import Counter
+from collections.abc import Callable
 from datetime import datetime
 from decimal import ROUND_HALF_UP, Decimal
 
@@ -169,6 +171,25 @@ def _postings(con: duckdb.DuckDBPyConnection, source: str, column: str, keys: di
     return {term: (doc[a:b], s[a:b]) for term, a, b in zip(keys, bounds[:-1], bounds[1:], strict=True)}
 
 
+def _refusing_older_layouts(read: Callable[..., list[tuple]]) -> Callable[..., list[tuple]]:
+    """``read``, with a query an older layout cannot bind (e.g. role_recall_df without term_no,
+    postings without tf) refused as ``RecallIndexOutdatedError``."""
+
+    @functools.wraps(read)
+    def refusing(*args, **kwargs) -> list[tuple]:
+        try:
+            return read(*args, **kwargs)
+        except duckdb.BinderException as error:
+            raise RecallIndexOutdatedError(
+                "the recall index of this warehouse was written by an older version of tradingmem "
+                f"({str(error).splitlines()[0]}); materialize role_cases (or run trading_memory_job) "
+                "once to rebuild it"
+            ) from error
+
+    return refusing
+
+
+@_refusing_older_layouts
 def ranked(
     con: duckdb.DuckDBPyConnection,
     columns: list[str],
@@ -181,26 +202,6 @@ def ranked(
     as_of: datetime | None,
 ) -> list[tuple]:
     """The top ``k`` visible rows of the role (``columns`` of the recall index, then ``score``)."""
-    try:
-        return _ranked(con, columns, role_id, query, symbol, scenario, k, as_of)
-    except duckdb.BinderException as error:  # e.g. role_recall_df without term_no, postings without tf
-        raise RecallIndexOutdatedError(
-            "the recall index of this warehouse was written by an older version of tradingmem "
-            f"({str(error).splitlines()[0]}); materialize role_cases (or run trading_memory_job) once "
-            "to rebuild it"
-        ) from error
-
-
-def _ranked(
-    con: duckdb.DuckDBPyConnection,
-    columns: list[str],
-    role_id: str,
-    query: str,
-    symbol: str | None,
-    scenario: str | None,
-    k: int,
-    as_of: datetime | None,
-) -> list[tuple]:
     terms = query_terms(query)
     # the role's corpus size and last change, with the current df and number of each query term
     role = con.execute(_ROLE_AND_DF, {"role": role_id, "terms": list(terms)}).fetchall()
