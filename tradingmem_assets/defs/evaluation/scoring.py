@@ -47,7 +47,7 @@ from tradingmem_assets.defs.evaluation.incremental import TOUCHED_SQL
 from tradingmem_assets.defs.evaluation.versions import ALL_RUNS_SQL, FRESH_SQL, FRESH_TABLE_SQL, PRIMARIES_SQL
 from tradingmem_assets.lib import tables
 from tradingmem_assets.lib.columns import table_dtypes
-from tradingmem_assets.lib.warehouse import run_script, table_exists
+from tradingmem_assets.lib.warehouse import md5_lower_sql, run_script, table_exists
 
 COMPONENTS = (
     "entry_price",
@@ -92,6 +92,13 @@ def check_primary_profiles(roles: pl.DataFrame, profile_ids: set[str]) -> None:
 _WEEKDAY_REMAINDER = [
     (s, r, sum(1 for k in range(1, r + 1) if (s + k) % 7 not in (0, 6))) for s in range(7) for r in range(7)
 ]
+
+
+def _fills_digest(alias: str) -> str:
+    """What the inputs hash covers of a group of fills (``alias``: their table's, with its dot)."""
+    fill = f"{alias}fill_id || ':' || {alias}qty::VARCHAR || ':' || {alias}price::VARCHAR"
+    return f"count(*)::VARCHAR || ':' || sum({md5_lower_sql(fill)})::HUGEINT::VARCHAR"
+
 
 # Per (execution, profile): the joined window facts every state of it shares.
 _WINDOWS_CTE = """
@@ -174,12 +181,12 @@ FROM (SELECT g.*, x.execution_id, x.direction, x.executed_at, e.vol30, e.vol_n
 # The evaluation pipeline: each statement creates one temp table; every ASOF join runs over a
 # narrow (key, symbol, instant) table and is joined back by key, so wide rows are never sorted.
 _PIPELINE_SQL = (
-    """
+    f"""
 CREATE OR REPLACE TEMP TABLE _ev_bars AS
 WITH bars AS (
     SELECT symbol, ts, close,
            ln(close / lag(close) OVER (PARTITION BY symbol ORDER BY ts)) AS lr,
-           md5_number_lower(symbol || '|' || epoch_us(ts)::VARCHAR || '|' || close::VARCHAR)::HUGEINT AS fp
+           {md5_lower_sql("symbol || '|' || epoch_us(ts)::VARCHAR || '|' || close::VARCHAR")}::HUGEINT AS fp
     FROM raw.price_bars WHERE ts <= $as_of
 ),
 seq AS (
@@ -195,7 +202,7 @@ SELECT symbol, ts, close, seq, fp_cum, vol30, vol_n,
        fp_cum - coalesce(lag(fp_cum, 30) OVER (PARTITION BY symbol ORDER BY ts), 0) AS vol_fp
 FROM seq
 """,
-    """
+    f"""
 CREATE OR REPLACE TEMP TABLE _ev_exec AS
 WITH single_consumption AS (
     SELECT preview_id, min(execution_id) AS execution_id
@@ -215,8 +222,7 @@ fills AS (
     SELECT execution_id,
            max(filled_at) AS last_fill_at,
            sum(qty * price) / sum(qty) AS vwap,
-           count(*)::VARCHAR || ':' || sum(md5_number_lower(
-               fill_id || ':' || qty::VARCHAR || ':' || price::VARCHAR))::HUGEINT::VARCHAR AS fills_digest
+           {_fills_digest("")} AS fills_digest
     FROM raw.trade_fills f SEMI JOIN chosen c USING (execution_id)
     WHERE filled_at <= $as_of GROUP BY execution_id
 ),
@@ -266,12 +272,11 @@ FROM _ev_grid g JOIN _ev_exec x USING (xid) JOIN raw.trade_fills f ON f.executio
 WHERE x.last_fill_at > g.win_end AND f.filled_at > g.win_end AND f.filled_at <= $as_of
 """,
     # the fills of a state, where they differ from all fills seen (only states before a later fill)
-    """
+    f"""
 CREATE OR REPLACE TEMP TABLE _ev_state_fills AS
 SELECT s.gid, s.cut,
        sum(f.qty * f.price) / sum(f.qty) AS vwap,
-       count(*)::VARCHAR || ':' || sum(md5_number_lower(
-           f.fill_id || ':' || f.qty::VARCHAR || ':' || f.price::VARCHAR))::HUGEINT::VARCHAR AS fills_digest
+       {_fills_digest("f.")} AS fills_digest
 FROM _ev_states s JOIN _ev_grid g USING (gid) JOIN _ev_exec x USING (xid)
 JOIN raw.trade_fills f ON f.execution_id = x.execution_id AND f.filled_at <= s.cut
 WHERE x.last_fill_at > s.cut

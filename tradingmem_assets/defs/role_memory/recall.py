@@ -30,7 +30,7 @@ from tradingmem_assets.defs.role_memory.recall_terms import layout_outdated, reb
 from tradingmem_assets.defs.role_memory.recall_tfidf import ranked
 from tradingmem_assets.lib import tables
 from tradingmem_assets.lib.vocabulary import RECALLABLE_CLASSES
-from tradingmem_assets.lib.warehouse import connection, table_exists
+from tradingmem_assets.lib.warehouse import connection, md5_upper_sql, table_exists
 from tradingmem_assets.settings import SETTINGS, default_as_of, default_db_path, parse_as_of
 
 
@@ -104,7 +104,7 @@ SELECT rc.role_id, rc.symbol, rc.scenario, v.valid_from, v.valid_to,
        rc.case_id, rc.decision_id, rc.direction, v.classification, v.lesson, rc.decision_text, v.outcome,
        v.reflected_at, v.known_at, v.reflector, rc.execution_id, v.run_id AS primary_run_id,
        lower(coalesce(rc.decision_text, '') || ' ' || coalesce(v.lesson, '')) AS doc,
-       md5_number_upper(doc) AS doc_id, NULL::INTEGER AS doc_no, NULL::DOUBLE AS base2,
+       {md5_upper_sql("doc")} AS doc_id, NULL::INTEGER AS doc_no, NULL::DOUBLE AS base2,
        -- recall's order after the score, as one number unique in the index (so also its key): by
        -- role, newest known first, then case id (then the reflection and its interval, so two rows
        -- of one case known at one instant have one order)
