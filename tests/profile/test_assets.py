@@ -44,6 +44,19 @@ def snapshots(world: World) -> list[dict]:
     return world.query("SELECT * FROM profile_snapshots ORDER BY customer_id, version").to_dicts()
 
 
+def test_the_profiles_json_columns_are_stored_with_zstd(base):
+    world, _ = base
+    declared = dict(
+        world.rows(
+            "SELECT table_name, sql FROM duckdb_tables() "
+            "WHERE table_name IN ('fin_customer_profile', 'profile_snapshots')"
+        )
+    )
+    assert "generation_basis VARCHAR USING COMPRESSION ZSTD" in declared["fin_customer_profile"]
+    assert "profile VARCHAR USING COMPRESSION ZSTD" in declared["profile_snapshots"]
+    assert "generation_basis VARCHAR USING COMPRESSION ZSTD" in declared["profile_snapshots"]
+
+
 # --- red lines on the base world ----------------------------------------------------------------
 
 

@@ -124,3 +124,8 @@ def test_hand_edited_role_cases_are_admitted_in_full(tmp_path, world, instance):
             f"SELECT status FROM {tables.ROLE_CASES} WHERE case_id = ?", [case_id]
         ).fetchone()
     assert status == "ineligible"
+    with duckdb.connect(str(db), read_only=True) as con:  # written again, still declared with ZSTD
+        (declared,) = con.execute(
+            "SELECT sql FROM duckdb_tables() WHERE table_name = 'role_cases'"
+        ).fetchone()
+    assert "provenance JSON USING COMPRESSION ZSTD" in declared

@@ -16,7 +16,7 @@ from pathlib import Path
 import duckdb
 import polars as pl
 
-from tradingmem_assets.lib.tables import RAW_REJECTS, RAW_SCHEMA_NAME
+from tradingmem_assets.lib.tables import RAW_REJECTS, RAW_SCHEMA_NAME, ZSTD_COLUMNS
 
 
 class WarehouseLockedError(RuntimeError):
@@ -192,19 +192,44 @@ def read_table(
     return read_frame(con, f"SELECT * FROM {qualified}")
 
 
-def _write_from_frame(con: duckdb.DuckDBPyConnection, sql: str, frame: pl.DataFrame) -> int:
-    """Run ``sql``, which reads ``frame`` as the view ``_tm_frame``; the frame's row count."""
+@contextmanager
+def _frame_view(con: duckdb.DuckDBPyConnection, frame: pl.DataFrame) -> Iterator[str]:
+    """``frame`` as the view ``_tm_frame``, for the block."""
     con.register("_tm_frame", frame)
     try:
-        con.execute(sql)
+        yield "_tm_frame"
     finally:
         con.unregister("_tm_frame")
-    return frame.height
+
+
+def create_table_as(
+    con: duckdb.DuckDBPyConnection,
+    qualified: str,
+    query: str,
+    params: Sequence[object] | Mapping[str, object] | None = None,
+    *,
+    replace: bool = False,
+) -> None:
+    """``CREATE [OR REPLACE] TABLE qualified AS query``, with the table's ``ZSTD_COLUMNS`` stored
+    with ZSTD: the table is declared from the query's columns, then the query's rows inserted."""
+    create = f"CREATE {'OR REPLACE ' if replace else ''}TABLE {qualified}"
+    zstd = ZSTD_COLUMNS.get(qualified, ())
+    if not zstd:
+        con.execute(f"{create} AS {query}", params).fetchall()
+        return
+    declared = ", ".join(
+        f'"{name}" {kind}' + (" USING COMPRESSION zstd" if name in zstd else "")
+        for name, kind, *_ in con.execute(f"DESCRIBE {query}", params).fetchall()
+    )
+    con.execute(f"{create} ({declared})")
+    con.execute(f"INSERT INTO {qualified} {query}", params).fetchall()
 
 
 def replace_table(con: duckdb.DuckDBPyConnection, qualified: str, frame: pl.DataFrame) -> int:
     """Replace a table's contents with ``frame`` (call inside ``transaction``)."""
-    return _write_from_frame(con, f"CREATE OR REPLACE TABLE {qualified} AS SELECT * FROM _tm_frame", frame)
+    with _frame_view(con, frame) as view:
+        create_table_as(con, qualified, f"SELECT * FROM {view}", replace=True)
+    return frame.height
 
 
 def append_rows(con: duckdb.DuckDBPyConnection, qualified: str, frame: pl.DataFrame) -> int:
@@ -214,7 +239,9 @@ def append_rows(con: duckdb.DuckDBPyConnection, qualified: str, frame: pl.DataFr
     if frame.height == 0:
         return 0
     cols = ", ".join(f'"{c}"' for c in frame.columns)
-    return _write_from_frame(con, f"INSERT INTO {qualified} ({cols}) SELECT {cols} FROM _tm_frame", frame)
+    with _frame_view(con, frame) as view:
+        con.execute(f"INSERT INTO {qualified} ({cols}) SELECT {cols} FROM {view}")
+    return frame.height
 
 
 def ensure_table(con: duckdb.DuckDBPyConnection, qualified: str, empty: pl.DataFrame) -> None:

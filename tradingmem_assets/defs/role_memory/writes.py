@@ -1,5 +1,5 @@
 """Writing role cases: keep ``updated_at`` of unchanged rows; replace only the changed rows when
-they are few, else the whole table in one statement."""
+they are few, else the whole table (declared with ``create_table_as``: provenance is stored with ZSTD)."""
 
 from __future__ import annotations
 
@@ -9,7 +9,7 @@ import duckdb
 
 from tradingmem_assets.defs.role_memory.admission import CONTENT_COLUMNS, ROLE_CASES_DTYPES, polars_json
 from tradingmem_assets.lib import tables
-from tradingmem_assets.lib.warehouse import scalar, table_exists
+from tradingmem_assets.lib.warehouse import create_table_as, scalar, table_exists
 
 UNCHANGED = "_tm_unchanged_cases"
 ENCODED = "_tm_encoded_cases"
@@ -27,7 +27,6 @@ JOIN {table} p ON p.case_id = c.case_id
 IN_PLACE_SHARE = 0.1
 
 WRITE_SQL = """
-CREATE OR REPLACE TABLE {table} AS
 SELECT {columns}, coalesce(u.updated_at, $1) AS updated_at
 FROM {admitted} c
 LEFT JOIN {unchanged} u ON u.case_id = c.case_id
@@ -58,9 +57,7 @@ def write_cases(
     with polars_json(con, "_tm_provenance_json", provenance) as json:
         if not table_exists(con, table):  # every case is new: the admission is read straight in
             columns = _columns(f"{json}(c.provenance)")
-            con.execute(
-                f"CREATE TABLE {table} AS SELECT {columns}, $1 AS updated_at FROM {admitted} c", [as_of]
-            )
+            create_table_as(con, table, f"SELECT {columns}, $1 AS updated_at FROM {admitted} c", [as_of])
             return scalar(con, f"SELECT count(*) FROM {table}")
         try:
             # read once and encoded once (the encoder is Python): compared with the stored rows, then written
@@ -83,10 +80,8 @@ def write_cases(
                 f"(SELECT count(*) FROM {UNCHANGED} WHERE updated_at IS NOT NULL)"
             ).fetchall()
             if not _write_in_place(con, table, columns, as_of, admitted_rows, kept, partial):
-                con.execute(
-                    WRITE_SQL.format(table=table, columns=columns, admitted=ENCODED, unchanged=UNCHANGED),
-                    [as_of],
-                )
+                rows = WRITE_SQL.format(columns=columns, admitted=ENCODED, unchanged=UNCHANGED)
+                create_table_as(con, table, rows, [as_of], replace=True)
         finally:
             con.execute(f"DROP TABLE IF EXISTS {ENCODED}")
             con.execute(f"DROP TABLE IF EXISTS {UNCHANGED}")
