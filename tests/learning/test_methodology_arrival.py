@@ -60,3 +60,26 @@ def test_later_candidates_never_change_an_earlier_merge_or_id():
     assert with_later.select("methodology_id", "event", "detail").equals(
         early.select("methodology_id", "event", "detail")
     )
+
+
+def _merge_of(rows: list[dict], output_id: str) -> tuple:
+    events = resolve_candidates(parse_candidates(pl.DataFrame(rows))).events
+    row = events.filter(pl.col("source_id") == output_id).row(0, named=True)
+    return row["methodology_id"], row["event"], json.loads(row["detail"])["similarity"]
+
+
+def test_a_repeated_description_is_judged_again_after_each_creation():
+    """A text seen before is merged as then only while no methodology was created in between: a
+    creation changes the corpus (and so the similarity), and the repeat must see that."""
+    text = "buy the pullback to the rising fifty day average after a breakout on strong volume"
+    first = proposal(1, "long", "buy the pullback to the rising fifty day average after a breakout on volume")
+    created = proposal(3, "long", "sell strength into the fifty day average when volume dries up")
+    rows = [first, proposal(2, "long", text), created, proposal(4, "long", text), proposal(5, "long", text)]
+    before, after, again = (_merge_of(rows, f"o{i:03d}") for i in (2, 4, 5))
+    assert before[:2] == after[:2] == ("m_" + before[0][2:], "merged")
+    assert after[2] != before[2]  # the creation moved the statistics
+    assert again == after  # nothing created in between: the same decision
+    # each equals the decision made without the earlier repeats in the sequence
+    assert _merge_of([first, created, proposal(4, "long", text)], "o004") == after
+    assert _merge_of([first, proposal(2, "long", text)], "o002") == before
+    assert _merge_of(rows[:4], "o003")[1] == "created"

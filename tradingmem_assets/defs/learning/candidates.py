@@ -278,9 +278,15 @@ def resolve_candidates(candidates: pl.DataFrame) -> CandidateResult:
     ] = {}  # direction -> [(methodology_id, description, has_terms)]
     doc_owner: list[str] = []  # document id -> methodology_id
     decisions: list[tuple[str, str, str, float | None]] = []  # (methodology_id, event, via, similarity)
+    # a merge depends only on the candidate and on the methodologies created before it: until the
+    # next creation, a repeated (direction, description) is merged as its first occurrence was
+    merges: dict[tuple[str, str], tuple[str, str, str, float | None]] = {}
     for key, direction, desc in valid.select("dedup_key", "direction", "description").iter_rows():
         if key in by_key:
             decisions.append((by_key[key], "merged", "dedup_key", None))
+            continue
+        if (direction, desc) in merges:
+            decisions.append(merges[(direction, desc)])
             continue
         doc = tfidf.document(desc)
         scored: list[tuple[float, int, str, str]] = []  # (similarity, arrival, methodology_id, via)
@@ -294,8 +300,10 @@ def resolve_candidates(candidates: pl.DataFrame) -> CandidateResult:
         passing = [s for s in scored if s[0] >= (TFIDF_MERGE if s[3] == "tfidf" else JACCARD_MERGE) - 1e-12]
         if passing:
             sim, _, mid, via = max(passing, key=lambda s: (s[0], -abs(s[1])))
-            decisions.append((mid, "merged", via, round(sim, 6)))
+            merges[(direction, desc)] = (mid, "merged", via, round(sim, 6))
+            decisions.append(merges[(direction, desc)])
             continue
+        merges.clear()
         mid = methodology_id_for(key)
         by_key[key] = mid
         reps.setdefault(direction, []).append((mid, desc, bool(doc.terms)))
