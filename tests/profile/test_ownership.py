@@ -155,6 +155,19 @@ def test_transaction_windows_are_30_and_90_days_before_as_of():
     assert got["generation_basis"]["total_asset"]["row_ids"] == {"customer_transactions": ["in30"]}
 
 
+def test_total_asset_is_the_latest_balance_then_the_highest_txn_id_of_that_instant():
+    got = build(
+        transactions=[
+            txn("t9", "c1", "2024-06-01", "R1", balance=1.0),  # highest id, earlier instant
+            txn("t2", "c1", "2024-06-02", "R1", balance=2.0),
+            txn("t3", "c1", "2024-06-02", "R1", balance=3.0),  # same instant as t2, higher id
+            txn("t4", "c1", "2024-06-02", "R1", balance=None),  # no balance: never the basis
+        ],
+    )["c1"]
+    assert got["total_asset"] == 3.0
+    assert got["generation_basis"]["total_asset"]["row_ids"] == {"customer_transactions": ["t3"]}
+
+
 def test_preferred_asset_class_is_the_newest_promoted_fact_and_ignores_other_keys():
     got = build(
         units=[

@@ -102,9 +102,13 @@ CREATE OR REPLACE TEMP TABLE _pf_latest_questionnaire AS (
     GROUP BY customer_id
 );
 CREATE OR REPLACE TEMP TABLE _pf_balance AS (  -- the latest instant, then the highest txn_id among same-instant rows
-    SELECT customer_id, arg_max({{'total_asset': balance_after, 'txn_id': txn_id}}, (ts, txn_id)) AS latest
-    FROM raw.customer_transactions
-    WHERE ts <= $as_of AND balance_after IS NOT NULL AND __CUSTOMERS__
+    -- (two plain aggregates: one arg_max over a (ts, txn_id) key compared rows as structs, slower)
+    WITH balanced AS (
+        SELECT customer_id, txn_id, ts, balance_after FROM raw.customer_transactions
+        WHERE ts <= $as_of AND balance_after IS NOT NULL AND __CUSTOMERS__
+    )
+    SELECT customer_id, arg_max({{'total_asset': balance_after, 'txn_id': txn_id}}, txn_id) AS latest
+    FROM balanced JOIN (SELECT customer_id, max(ts) AS ts FROM balanced GROUP BY customer_id) USING (customer_id, ts)
     GROUP BY customer_id
 );
 CREATE OR REPLACE TEMP TABLE _pf_window_tx AS (  -- the longest window a field reads
