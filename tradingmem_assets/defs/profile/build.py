@@ -108,7 +108,8 @@ CREATE OR REPLACE TEMP TABLE _pf_balance AS (  -- the latest instant, then the h
         WHERE ts <= $as_of AND balance_after IS NOT NULL AND __CUSTOMERS__
     )
     SELECT customer_id, arg_max({{'total_asset': balance_after, 'txn_id': txn_id}}, txn_id) AS latest
-    FROM balanced JOIN (SELECT customer_id, max(ts) AS ts FROM balanced GROUP BY customer_id) USING (customer_id, ts)
+    FROM balanced
+    JOIN (SELECT customer_id, max(ts) AS ts FROM balanced GROUP BY customer_id) USING (customer_id, ts)
     GROUP BY customer_id
 );
 CREATE OR REPLACE TEMP TABLE _pf_window_tx AS (  -- the longest window a field reads
