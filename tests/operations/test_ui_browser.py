@@ -324,7 +324,8 @@ def test_the_toggle_on_the_automation_page_starts_a_schedule(browser, webserver)
     WebDriverWait(browser, PAGE_TIMEOUT_S, ignored_exceptions=REDRAWN).until(
         lambda d: toggle_is_on(d, "trading_memory_schedule")
     )
-    assert not toggle_is_on(browser, "warehouse_checks_schedule")  # the click hit only its own row
+    # the click hit only its own row (each row's switch is drawn once its own state has loaded)
+    assert not wait_for_switch(browser, "warehouse_checks_schedule").is_selected()
 
 
 def test_the_schedule_page_names_its_job_and_cron_and_has_its_switch(browser, webserver):
