@@ -76,7 +76,7 @@ def test_a_repeated_description_is_judged_again_after_each_creation():
     created = proposal(3, "long", "sell strength into the fifty day average when volume dries up")
     rows = [first, proposal(2, "long", text), created, proposal(4, "long", text), proposal(5, "long", text)]
     before, after, again = (_merge_of(rows, f"o{i:03d}") for i in (2, 4, 5))
-    assert before[:2] == after[:2] == ("m_" + before[0][2:], "merged")
+    assert before[:2] == after[:2] == (_merge_of(rows, "o001")[0], "merged")  # into the first one
     assert after[2] != before[2]  # the creation moved the statistics
     assert again == after  # nothing created in between: the same decision
     # each equals the decision made without the earlier repeats in the sequence
