@@ -285,8 +285,8 @@ def resolve_candidates(candidates: pl.DataFrame) -> CandidateResult:
         if key in by_key:
             decisions.append((by_key[key], "merged", "dedup_key", None))
             continue
-        if (direction, desc) in merges:
-            decisions.append(merges[(direction, desc)])
+        if (merged := merges.get((direction, desc))) is not None:
+            decisions.append(merged)
             continue
         doc = tfidf.document(desc)
         scored: list[tuple[float, int, str, str]] = []  # (similarity, arrival, methodology_id, via)
@@ -300,8 +300,8 @@ def resolve_candidates(candidates: pl.DataFrame) -> CandidateResult:
         passing = [s for s in scored if s[0] >= (TFIDF_MERGE if s[3] == "tfidf" else JACCARD_MERGE) - 1e-12]
         if passing:
             sim, _, mid, via = max(passing, key=lambda s: (s[0], -abs(s[1])))
-            merges[(direction, desc)] = (mid, "merged", via, round(sim, 6))
-            decisions.append(merges[(direction, desc)])
+            merges[(direction, desc)] = merged = (mid, "merged", via, round(sim, 6))
+            decisions.append(merged)
             continue
         merges.clear()
         mid = methodology_id_for(key)
