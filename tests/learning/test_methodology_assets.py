@@ -268,7 +268,11 @@ def test_every_learning_run_leaves_one_heartbeat_ok_or_failed(world: World):
         (ok.run_id, "trading_memory_job", "ok"),
         (failed.run_id, "trading_memory_job", "failed"),
     ]
-    assert json.loads(rows[1][3])["failed_step"] in ("raw__institution_runs", "raw__price_bars")
+    detail = json.loads(rows[1][3])
+    assert detail["failed_step"] in ("raw__institution_runs", "raw__price_bars")
+    # the first failed step's own error, not Dagster's wrapper of it
+    assert "LandingFileError: cannot read landing file" in detail["error"]
+    assert f"{detail['failed_step'].removeprefix('raw__')}.parquet" in detail["error"]
     # the failed run left the learning tables as they were
     assert world.rows("SELECT count(*) FROM methodologies")[0][0] == 2
     # a run of the job without any learning asset is not a learning run: no heartbeat

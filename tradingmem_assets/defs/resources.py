@@ -16,10 +16,11 @@ from dagster_duckdb import DuckDBResource
 from pydantic import Field, PrivateAttr
 
 from tradingmem_assets.defs.landing.invariants import LANDING_TABLES
+from tradingmem_assets.defs.learning.heartbeat import write_heartbeat
 from tradingmem_assets.defs.operations import ledger, replay
 from tradingmem_assets.defs.operations.landing_state import fingerprint
 from tradingmem_assets.lib.registry import RoleRegistry, load_registry
-from tradingmem_assets.lib.tables import TRADING_MEMORY_JOB
+from tradingmem_assets.lib.tables import LEARNING_ASSETS, LEARNING_JOB_NAMES, TRADING_MEMORY_JOB
 from tradingmem_assets.lib.warehouse import RunDigests
 from tradingmem_assets.settings import (
     SETTINGS,
@@ -55,6 +56,7 @@ class WarehouseResource(DuckDBResource):
     _as_of_ts: datetime | None = PrivateAttr(default=None)
 
     _run_id: str | None = PrivateAttr(default=None)
+    _learning_run: bool = PrivateAttr(default=False)
     _anchor: ExitStack | None = PrivateAttr(default=None)
     _inputs: str | None = PrivateAttr(default=None)
     _fingerprints: dict[str, str] = PrivateAttr(default_factory=dict)
@@ -68,7 +70,10 @@ class WarehouseResource(DuckDBResource):
         run = context.dagster_run
         if run is None or context.instance is None:
             return  # built outside a run (a direct asset invocation in a test)
-        kind = ledger.run_kind(run.job_name, _materialized_assets(context.instance, run))
+        assets = _materialized_assets(context.instance, run)
+        kind = ledger.run_kind(run.job_name, assets)
+        # a run of a learning job that materializes a learning asset leaves a heartbeat, failed or ok
+        self._learning_run = run.job_name in LEARNING_JOB_NAMES and bool(assets & LEARNING_ASSETS)
         if kind is not None:
             self._open_run(run, kind)
         # One database instance for the whole run: while this connection is open, every step's
@@ -139,6 +144,8 @@ class WarehouseResource(DuckDBResource):
                 failures = context.instance.all_logs(self._run_id, of_type=dg.DagsterEventType.STEP_FAILURE)
                 with self._open() as con:
                     ledger.close_run(con, run_id=self._run_id, failed=bool(failures))
+                    if failures and self._learning_run:
+                        self._failed_heartbeat(con, context, failures[0].dagster_event)
                     if (
                         self._inputs is not None
                         and not failures
@@ -158,6 +165,32 @@ class WarehouseResource(DuckDBResource):
             if self._anchor is not None:
                 self._anchor.close()  # the last connection: DuckDB checkpoints the file
                 self._anchor = None
+
+    def _failed_heartbeat(
+        self, con: duckdb.DuckDBPyConnection, context: dg.InitResourceContext, failure: dg.DagsterEvent | None
+    ) -> None:
+        """The learning run's ``failed`` heartbeat (it replaces an ``ok`` its heartbeat step wrote),
+        naming its first failed step. Written as the run ends, once, instead of from a failure hook
+        on every step: a hook adds an event to each step's log (``HOOK_SKIPPED`` when nothing failed),
+        and each event is a write of the instance's storage."""
+        data = failure.step_failure_data if failure is not None else None
+        error = data.error if data is not None else None
+        error = error.cause if error is not None and error.cause is not None else error  # the asset's own
+        detail = {
+            "failed_step": failure.step_key if failure is not None else None,
+            "error": error.message.strip()[:500] if error is not None else None,
+        }
+        try:
+            write_heartbeat(
+                con,
+                run_id=context.dagster_run.run_id,
+                job_name=context.dagster_run.job_name,
+                status="failed",
+                as_of=self.as_of_ts,
+                detail=detail,
+            )
+        except Exception as exc:  # the run's own failure is what it reports
+            context.log.error(f"could not write the failed learning heartbeat of run {self._run_id}: {exc}")
 
     @property
     def records_run(self) -> bool:

@@ -3,10 +3,10 @@
 Heartbeats record runs, so ``ts`` is the real wall clock (the one exception to determinism), and
 ``as_of`` is the run's time anchor, which every time rule about heartbeats uses (audit
 ``cron_health``, doctor staleness), so a warehouse built under ``TRADINGMEM_AS_OF`` scores them
-like a live one. The
-row is keyed by the Dagster run id: the heartbeat asset inserts ``ok`` only when the run has no row
-yet, and the failure hook turns the run's row into ``failed`` (failed wins), so a run whose
-learning assets succeeded but that failed elsewhere still ends as ``failed``.
+like a live one. The row is keyed by the Dagster run id: the heartbeat asset inserts ``ok`` only
+when the run has no row yet, and the warehouse resource turns the run's row into ``failed`` as the
+run ends (failed wins), so a run whose learning assets succeeded but that failed elsewhere still
+ends as ``failed``.
 """
 
 import json

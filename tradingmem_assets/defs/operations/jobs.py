@@ -6,7 +6,6 @@ from collections.abc import Set as AbstractSet
 
 import dagster as dg
 
-from tradingmem_assets.defs.learning.hooks import learning_failure_heartbeat
 from tradingmem_assets.lib import tables
 
 
@@ -78,8 +77,6 @@ trading_memory_job = dg.define_asset_job(
     selection=MAIN_JOB_SELECTION,
     description="Ingest the landing folder and materialize every learned-memory table.",
     executor_def=dg.in_process_executor,
-    # a failing run still leaves its `failed` learning heartbeat (methodology_cron_runs)
-    hooks={learning_failure_heartbeat},
 )
 
 
