@@ -19,6 +19,7 @@ RECORDS = {
     "evaluation_basis",
     "role_cases_basis",
     "profile_basis",
+    "memory_promotion_basis",
     "validated_contents",
     "methodology_cron_runs",
     "llm_usage",

@@ -24,6 +24,7 @@ RUN_RECORDS = {
     "evaluation_basis",
     "role_cases_basis",
     "profile_basis",
+    "memory_promotion_basis",
     "validated_contents",
     "methodology_cron_runs",
     "methodology_audit_reports",

@@ -7,6 +7,7 @@ from tradingmem_assets.defs.profile import invariants as schemas
 from tradingmem_assets.defs.resources import WarehouseResource
 from tradingmem_assets.lib import dagster_kit as kit
 from tradingmem_assets.lib import tables
+from tradingmem_assets.lib.basis import record_basis, usable_basis
 from tradingmem_assets.lib.dtypes import as_utc
 from tradingmem_assets.lib.tables import raw_key
 from tradingmem_assets.lib.validation import validate
@@ -105,6 +106,27 @@ FROM main.user_facts
 """
 
 
+def _touched_units(con, warehouse: WarehouseResource, as_of, stale_days: int) -> tuple[str | None, str]:
+    """The table of the units to decide again (None: all of them) and what the metadata says of it."""
+    basis = usable_basis(
+        con,
+        tables.PROMOTION_BASIS,
+        promotion.PROMOTION_VISIBLE,
+        as_of,
+        lambda run_id: warehouse.unchanged.as_left_by(con, run_id, promotion.PROMOTION_TABLES),
+    )
+    if basis is None:
+        return None, "every unit created by as_of (full build)"
+    touched = promotion.touch_units(con, basis.as_of, as_of, stale_days)
+    ((count,),) = con.execute(f"SELECT count(*) FROM {touched}").fetchall()
+    return touched, (
+        f"incremental since run {basis.run_id} (as_of {basis.as_of.isoformat()}): only the {count} "
+        "units created, given evidence, made valid, expired or gone stale since; every memory unit "
+        "and evidence row created at or before that as_of, the code, settings and registry are "
+        "unchanged, so every other decision holds"
+    )
+
+
 @dg.multi_asset(group_name=tables.PROFILE_GROUP, specs=PROMOTION_SPECS, check_specs=PROMOTION_CHECK_SPECS)
 def memory_promotion(context: dg.AssetExecutionContext, warehouse: WarehouseResource):
     as_of = warehouse.as_of_ts
@@ -114,13 +136,16 @@ def memory_promotion(context: dg.AssetExecutionContext, warehouse: WarehouseReso
             con, tables.raw_table("memory_unit"), promotion.UNIT_COLUMNS, limit=0
         )  # clear failure if missing
         read_columns(con, tables.raw_table("memory_evidence"), ["unit_id", "created_at"], limit=0)
+        units, built = _touched_units(con, warehouse, as_of, stale_days)
         with transaction(con):  # a broken red line raises here: both tables stay as they were
-            promotion.create_promotions(con, as_of, stale_days)
-            promotion.create_user_facts(con)
+            promotion.create_promotions(con, as_of, stale_days, units=units)
+            promotion.create_user_facts(con, units=units)
+            # every fact is validated, also those an incremental build kept
             validation = validate(
                 schemas.user_facts_schema(as_of, stale_days), as_utc(read_frame(con, FACTS_CHECKED_SQL))
             )
             yield from kit.refuse_write(validation, "user_facts", [(schemas.FACTS_CHECK, "user_facts")])
+            record_basis(con, tables.PROMOTION_BASIS, promotion.PROMOTION_VISIBLE, context.run_id, as_of)
         statuses = dict(con.execute(STATUS_COUNTS_SQL).fetchall())
         promotions, units, orphans, facts, critical, customers = con.execute(COUNTS_SQL).fetchall()[0]
     yield dg.MaterializeResult(
@@ -132,6 +157,7 @@ def memory_promotion(context: dg.AssetExecutionContext, warehouse: WarehouseReso
                 row_count=promotions,
             ),
             "as_of": as_of.isoformat(),
+            "built": built,
             "memory_stale_days": stale_days,
             "units_created_after_as_of": units - promotions,
             "evidence_rows_without_unit": orphans,

@@ -11,6 +11,12 @@ Rules this module commits to (also in docs/profile.md):
   (valid_until <= as_of), ``awaiting_adjudication`` (conflict_count > 0), ``below_threshold``
   (evidence_count < 2 and confidence < 0.90), ``stale`` (updated_at older than MEMORY_STALE_DAYS
   before as_of: a demotion), else ``promoted``. ``reasons`` lists every code that applies.
+- Incremental (SPEC section 14): while the basis of the last build holds (``lib.basis``: every raw
+  row created at or before its ``as_of`` is unchanged) and its two tables are as its run left them,
+  a unit's row can change only when, in ``(since, as_of]``, it was created, got evidence, became
+  valid, expired, or went stale (``updated_at`` crossed ``as_of - MEMORY_STALE_DAYS``): only those
+  units are decided again (``touch_units``); ``tests/memory/test_incremental.py`` proves the
+  tables equal to a full build's.
 - A promoted unit becomes one user_fact: ``fact_id`` = ``uf_`` + sha256(unit_id)[:16];
   ``promoted_at`` = max(valid_from, updated_at), the instant the unit's current state first met
   the rule, so a fact keeps its promotion time across runs; ``known_at`` = the unit's updated_at
@@ -26,6 +32,7 @@ import polars as pl
 
 from tradingmem_assets.defs.memory.facts import CRITICAL_FACT_KEYS
 from tradingmem_assets.lib import tables
+from tradingmem_assets.lib.basis import touched_only, visible_rows
 from tradingmem_assets.lib.columns import table_dtypes
 from tradingmem_assets.lib.dtypes import UTC_TS, as_utc
 from tradingmem_assets.lib.sql_json import sql_literal
@@ -101,7 +108,7 @@ PROMOTIONS_SQL = f"""
 WITH evidence AS (
     SELECT unit_id, count(*) AS evidence_rows
     FROM raw.memory_evidence
-    WHERE created_at <= $as_of
+    WHERE created_at <= $as_of AND {{units}}
     GROUP BY unit_id
 )
 SELECT unit_id, customer_id, fact_key, fact_value,
@@ -111,22 +118,59 @@ SELECT unit_id, customer_id, fact_key, fact_value,
        confidence, evidence_count, conflict_count, valid_from, valid_until, updated_at,
        source_portal, source_episode_id, coalesce(evidence.evidence_rows, 0) AS evidence_rows
 FROM raw.memory_unit LEFT JOIN evidence USING (unit_id)
-WHERE created_at <= $as_of
+WHERE created_at <= $as_of AND {{units}}
+"""
+
+# what the promotion reads, as known at its as_of (its basis), and the tables it writes
+PROMOTION_VISIBLE = {
+    "memory_unit": visible_rows(tables.raw_table("memory_unit"), "created_at"),
+    "memory_evidence": visible_rows(tables.raw_table("memory_evidence"), "created_at"),
+}
+PROMOTION_TABLES = (tables.MEMORY_PROMOTIONS, tables.USER_FACTS)
+TOUCHED_UNITS = "_mp_touched"
+# the units whose decision an instant in (since, as_of] can change (see the module's rules)
+_TOUCHED_UNITS_SQL = f"""
+CREATE OR REPLACE TEMP TABLE {TOUCHED_UNITS} AS
+SELECT unit_id FROM raw.memory_unit
+WHERE (created_at > $since AND created_at <= $as_of)
+   OR (valid_from > $since AND valid_from <= $as_of)
+   OR (valid_until > $since AND valid_until <= $as_of)
+   OR (updated_at >= $since - $stale AND updated_at < $as_of - $stale)
+UNION
+SELECT unit_id FROM raw.memory_evidence WHERE created_at > $since AND created_at <= $as_of
 """
 
 
+def touch_units(con: duckdb.DuckDBPyConnection, since: datetime, as_of: datetime, stale_days: int) -> str:
+    """The units whose decision can differ at ``as_of`` from the one taken at ``since``, into temp
+    table ``TOUCHED_UNITS`` (one column, unit_id)."""
+    con.execute(_TOUCHED_UNITS_SQL, {"since": since, "as_of": as_of, "stale": timedelta(days=stale_days)})
+    return TOUCHED_UNITS
+
+
 def create_promotions(
-    con: duckdb.DuckDBPyConnection, as_of: datetime, stale_days: int, table: str = tables.MEMORY_PROMOTIONS
+    con: duckdb.DuckDBPyConnection,
+    as_of: datetime,
+    stale_days: int,
+    table: str = tables.MEMORY_PROMOTIONS,
+    units: str | None = None,
 ) -> None:
     """The promotion decision of every memory unit known at ``as_of`` (created_at <= as_of), into
     ``table`` (MEMORY_PROMOTIONS_DTYPES, ordered by unit_id). Reads raw.memory_unit and
-    raw.memory_evidence; ``evidence_rows`` counts the unit's evidence rows known at ``as_of``."""
+    raw.memory_evidence; ``evidence_rows`` counts the unit's evidence rows known at ``as_of``.
+    ``units`` (a table of unit_id): decide only those again, in the stored ``table``."""
     params = {"as_of": as_of, "stale_before": as_of - timedelta(days=stale_days), "stale_days": stale_days}
-    con.execute(f"CREATE OR REPLACE TABLE {table} AS {PROMOTIONS_SQL} ORDER BY unit_id", params)
+    sql = PROMOTIONS_SQL.format(units=touched_only(units, "unit_id"))
+    if units is None:
+        con.execute(f"CREATE OR REPLACE TABLE {table} AS {sql} ORDER BY unit_id", params)
+        return
+    con.execute(f"DELETE FROM {table} WHERE {touched_only(units, 'unit_id')}")
+    con.execute(f"INSERT INTO {table} BY NAME {sql} ORDER BY unit_id", params)
 
 
-def user_facts_sql(promotions: str) -> str:
-    """The long-term facts (USER_FACTS_DTYPES): one per promoted unit of ``promotions``."""
+def user_facts_sql(promotions: str, units: str | None = None) -> str:
+    """The long-term facts (USER_FACTS_DTYPES): one per promoted unit of ``promotions`` (of the
+    table ``units`` only, when given)."""
     critical = ", ".join(sql_literal(k) for k in CRITICAL_FACT_KEYS)
     return f"""
 SELECT 'uf_' || left(sha256(unit_id), 16) AS fact_id, customer_id, fact_key, fact_value,
@@ -136,16 +180,24 @@ SELECT 'uf_' || left(sha256(unit_id), 16) AS fact_id, customer_id, fact_key, fac
        -- SPEC section 16: the unit's updated_at when it met the promotion rule
        updated_at AS known_at
 FROM {promotions}
-WHERE status = 'promoted'
+WHERE status = 'promoted' AND {touched_only(units, "unit_id")}
 """
 
 
 def create_user_facts(
-    con: duckdb.DuckDBPyConnection, promotions: str = tables.MEMORY_PROMOTIONS, table: str = tables.USER_FACTS
+    con: duckdb.DuckDBPyConnection,
+    promotions: str = tables.MEMORY_PROMOTIONS,
+    table: str = tables.USER_FACTS,
+    units: str | None = None,
 ) -> None:
-    """``user_facts_sql`` into ``table``, ordered by customer_id, fact_key, fact_id."""
+    """``user_facts_sql`` into ``table``, ordered by customer_id, fact_key, fact_id; ``units`` (a
+    table of unit_id): only the facts of those units again, in the stored ``table``."""
     order = "customer_id, fact_key, fact_id"
-    con.execute(f"CREATE OR REPLACE TABLE {table} AS {user_facts_sql(promotions)} ORDER BY {order}")
+    if units is None:
+        con.execute(f"CREATE OR REPLACE TABLE {table} AS {user_facts_sql(promotions)} ORDER BY {order}")
+        return
+    con.execute(f"DELETE FROM {table} WHERE source_unit_id IN (SELECT unit_id FROM {units})")
+    con.execute(f"INSERT INTO {table} BY NAME {user_facts_sql(promotions, units)} ORDER BY {order}")
 
 
 def _in_memory() -> duckdb.DuckDBPyConnection:

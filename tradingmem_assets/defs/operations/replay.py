@@ -90,6 +90,7 @@ NOT_DERIVED = frozenset(
         tables.EVALUATION_BASIS,
         tables.ROLE_CASES_BASIS,
         tables.PROFILE_BASIS,
+        tables.PROMOTION_BASIS,
         tables.METHODOLOGY_CRON_RUNS,
         tables.LLM_USAGE,
         tables.METHODOLOGY_AUDIT_REPORTS,
