@@ -16,9 +16,13 @@ from dagster_duckdb import DuckDBResource
 from pydantic import Field, PrivateAttr
 
 from tradingmem_assets.defs.landing.invariants import LANDING_TABLES
+from tradingmem_assets.defs.evaluation.incremental import EVALUATION_TABLES
 from tradingmem_assets.defs.learning.heartbeat import write_heartbeat
+from tradingmem_assets.defs.memory.promotion import PROMOTION_TABLES
 from tradingmem_assets.defs.operations import ledger, replay
 from tradingmem_assets.defs.operations.landing_state import fingerprint
+from tradingmem_assets.defs.profile.incremental import PROFILE_TABLES
+from tradingmem_assets.defs.role_memory.incremental import KEPT_TABLES as ROLE_CASES_TABLES
 from tradingmem_assets.lib.registry import RoleRegistry, load_registry
 from tradingmem_assets.lib.tables import LEARNING_ASSETS, LEARNING_JOB_NAMES, TRADING_MEMORY_JOB
 from tradingmem_assets.lib.warehouse import RunDigests
@@ -33,6 +37,13 @@ from tradingmem_assets.settings import (
 # DuckDB's default cache is 80 % of RAM. The main job must stay within 3 GB at SF 10: 1.5 GB of
 # buffer pool (the large queries run in stages that spill) plus the Python side of a step.
 DUCKDB_MEMORY_LIMIT = os.environ.get("TRADINGMEM_DUCKDB_MEMORY_LIMIT") or "1.5GB"
+
+# The derived tables an incremental asset builds on while they are as the latest run left them
+# (``Unchanged.as_left_by``): a run that cannot be a replay hashes only these and the landing tables
+# at its start. A table missing here is never found as left, so its asset builds in full.
+KEPT_BY_INCREMENTAL_ASSETS = frozenset(
+    {*EVALUATION_TABLES, *ROLE_CASES_TABLES, *PROFILE_TABLES, *PROMOTION_TABLES}
+)
 
 # Validated when the code location loads: a broken roles file stops the load with its message.
 LOADED_REGISTRY: RoleRegistry = load_registry(SETTINGS.roles_file)
@@ -96,7 +107,7 @@ class WarehouseResource(DuckDBResource):
             )
             with self._open() as con:
                 self._unchanged = replay.unchanged_tables(
-                    con, inputs=self._inputs, fingerprints=self._fingerprints
+                    con, inputs=self._inputs, fingerprints=self._fingerprints, kept=KEPT_BY_INCREMENTAL_ASSETS
                 )
             # the run holds the file from here on: only its own steps change a table now
             self._unchanged.tell(self._digests)

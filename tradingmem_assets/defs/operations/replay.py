@@ -164,13 +164,19 @@ def _derived_tables(con: duckdb.DuckDBPyConnection) -> list[str]:
     ]
 
 
-def table_contents(con: duckdb.DuckDBPyConnection, digests: RunDigests | None = None) -> dict[str, str]:
+def table_contents(
+    con: duckdb.DuckDBPyConnection, digests: RunDigests | None = None, only: Iterable[str] | None = None
+) -> dict[str, str]:
     """A digest of every derived table's rows (``rows_digest``: row count and sum of row hashes), by
-    name; ``digests``: those the run already knows. Never a storage layout: DuckDB reuses freed
-    blocks, so two hand edits can leave another content with the same ``pragma_storage_info``.
-    4-7 s at SF 10, hashing in DuckDB."""
+    name; ``digests``: those the run already knows; ``only``: of these tables alone (those of them
+    that exist). Never a storage layout: DuckDB reuses freed blocks, so two hand edits can leave
+    another content with the same ``pragma_storage_info``. 4-7 s at SF 10, hashing in DuckDB."""
     digest_of = rows_digest if digests is None else digests.of
-    return {name: digest_of(con, name) for name in _derived_tables(con)}
+    names = _derived_tables(con)
+    if only is not None:
+        wanted = set(only)
+        names = [name for name in names if name in wanted]
+    return {name: digest_of(con, name) for name in names}
 
 
 def contents_fingerprint(contents: dict[str, str]) -> str:
@@ -299,15 +305,21 @@ def recorded_states(con: duckdb.DuckDBPyConnection, run_id: str) -> dict[str, tu
 
 
 def unchanged_tables(
-    con: duckdb.DuckDBPyConnection, *, inputs: str, fingerprints: dict[str, str]
+    con: duckdb.DuckDBPyConnection, *, inputs: str, fingerprints: dict[str, str], kept: Iterable[str] = ()
 ) -> Unchanged:
     """Which tables need no recomputation from their own inputs, as of the latest recorded run, and
     whether this run replays it: the same inputs, and every derived table's content as it left them
-    (the contents are hashed only when such a run exists)."""
+    (the contents are hashed only when such a run exists).
+
+    Only a run with that run's inputs can replay it, so only such a run hashes every table. Any
+    other run hashes the landing tables and ``kept``, the derived tables an incremental asset may
+    build on (asked with ``Unchanged.as_left_by``, which is false for a table not hashed here): the
+    other derived tables are rewritten by their steps, and the run's end hashes them as written."""
     latest = _latest_run(con)
     if latest is None:
         return Unchanged()
-    contents = table_contents(con)
+    landing = [tables.raw_table(t) for t in LANDING_TABLES]
+    contents = table_contents(con, only=None if latest[1] == inputs else [*landing, *kept])
     now = _states(con, fingerprints, contents)
     recorded = recorded_states(con, latest[0])
     replays = latest[0] if latest[1] == inputs and latest[2] == contents_fingerprint(contents) else None
