@@ -15,8 +15,8 @@ import duckdb
 from dagster_duckdb import DuckDBResource
 from pydantic import Field, PrivateAttr
 
-from tradingmem_assets.defs.landing.invariants import LANDING_TABLES
 from tradingmem_assets.defs.evaluation.incremental import EVALUATION_TABLES
+from tradingmem_assets.defs.landing.invariants import LANDING_TABLES
 from tradingmem_assets.defs.learning.heartbeat import write_heartbeat
 from tradingmem_assets.defs.memory.promotion import PROMOTION_TABLES
 from tradingmem_assets.defs.operations import ledger, replay
