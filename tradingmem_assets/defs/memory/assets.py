@@ -136,10 +136,10 @@ def memory_promotion(context: dg.AssetExecutionContext, warehouse: WarehouseReso
             con, tables.raw_table("memory_unit"), promotion.UNIT_COLUMNS, limit=0
         )  # clear failure if missing
         read_columns(con, tables.raw_table("memory_evidence"), ["unit_id", "created_at"], limit=0)
-        units, built = _touched_units(con, warehouse, as_of, stale_days)
+        touched, built = _touched_units(con, warehouse, as_of, stale_days)
         with transaction(con):  # a broken red line raises here: both tables stay as they were
-            promotion.create_promotions(con, as_of, stale_days, units=units)
-            promotion.create_user_facts(con, units=units)
+            promotion.create_promotions(con, as_of, stale_days, units=touched)
+            promotion.create_user_facts(con, units=touched)
             # every fact is validated, also those an incremental build kept
             validation = validate(
                 schemas.user_facts_schema(as_of, stale_days), as_utc(read_frame(con, FACTS_CHECKED_SQL))
