@@ -28,6 +28,10 @@ since* the latest such run when both are equal now:
 - a derived table's inputs are the code, the settings and the role registry; its rows also
   depend on the raw tables and on ``as_of``, which the asset weighs itself (evaluation
   recomputes only the decisions the new instants can change: ``defs/evaluation``).
+
+Such a run hashes at its start only the landing tables and the derived tables an incremental
+asset builds on (``unchanged_tables``' ``kept``); only a run with the latest run's inputs, which
+may be a replay, hashes them all.
 """
 
 from __future__ import annotations
