@@ -5,7 +5,7 @@ refuses a learning run that would move the warehouse back in time (SPEC section 
 """
 
 import os
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator, Mapping
 from contextlib import AbstractContextManager, ExitStack, contextmanager
 from datetime import datetime
 from pathlib import Path
@@ -23,6 +23,7 @@ from tradingmem_assets.defs.operations import ledger, replay
 from tradingmem_assets.defs.operations.landing_state import fingerprint
 from tradingmem_assets.defs.profile.incremental import PROFILE_TABLES
 from tradingmem_assets.defs.role_memory.incremental import KEPT_TABLES as ROLE_CASES_TABLES
+from tradingmem_assets.lib.basis import Basis, usable_basis
 from tradingmem_assets.lib.registry import RoleRegistry, load_registry
 from tradingmem_assets.lib.tables import LEARNING_ASSETS, LEARNING_JOB_NAMES, TRADING_MEMORY_JOB
 from tradingmem_assets.lib.warehouse import RunDigests
@@ -127,6 +128,21 @@ class WarehouseResource(DuckDBResource):
         """The tables exactly as the latest successful main job run left them, from the same inputs
         (a landing table: the same file content; see ``operations/replay.py``)."""
         return self._unchanged
+
+    def usable_basis(
+        self, con: duckdb.DuckDBPyConnection, table: str, visible: Mapping[str, str], built: Iterable[str]
+    ) -> Basis | None:
+        """``lib.basis.usable_basis`` at this run's ``as_of``: the basis stored in ``table`` when the
+        tables ``built`` on it are as its run left them (each must be in ``KEPT_BY_INCREMENTAL_ASSETS``,
+        the only derived tables this run's start hashed)."""
+        built = tuple(built)
+        if missing := set(built) - KEPT_BY_INCREMENTAL_ASSETS:
+            raise ValueError(
+                f"{sorted(missing)} missing from KEPT_BY_INCREMENTAL_ASSETS: never found as left"
+            )
+        return usable_basis(
+            con, table, visible, self.as_of_ts, lambda run_id: self.unchanged.as_left_by(con, run_id, built)
+        )
 
     @property
     def digests(self) -> RunDigests:

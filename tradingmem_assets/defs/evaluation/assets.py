@@ -15,7 +15,7 @@ from tradingmem_assets.defs.evaluation.scoring import (
 from tradingmem_assets.defs.operations.ledger import learning_bound
 from tradingmem_assets.defs.resources import WarehouseResource
 from tradingmem_assets.lib import tables
-from tradingmem_assets.lib.basis import record_basis, usable_basis
+from tradingmem_assets.lib.basis import record_basis
 from tradingmem_assets.lib.dagster_kit import (
     DUCKDB_ONLY,
     blocking_check,
@@ -79,12 +79,8 @@ def evaluation(context: dg.AssetExecutionContext, warehouse: WarehouseResource):
                 check_primary_profiles(roles, profiles)
             except EvaluationConfigError as exc:
                 raise dg.Failure(description=str(exc)) from exc
-        basis = usable_basis(
-            con,
-            tables.EVALUATION_BASIS,
-            incremental.EVALUATION_VISIBLE,
-            as_of,
-            lambda run_id: warehouse.unchanged.as_left_by(con, run_id, incremental.EVALUATION_TABLES),
+        basis = warehouse.usable_basis(
+            con, tables.EVALUATION_BASIS, incremental.EVALUATION_VISIBLE, incremental.EVALUATION_TABLES
         )
         since = None if basis is None else basis.as_of
         evaluate(con, roles, as_of, learning_bound(con), since=since)

@@ -7,7 +7,7 @@ from tradingmem_assets.defs.profile import invariants as schemas
 from tradingmem_assets.defs.resources import WarehouseResource
 from tradingmem_assets.lib import dagster_kit as kit
 from tradingmem_assets.lib import tables
-from tradingmem_assets.lib.basis import record_basis, usable_basis
+from tradingmem_assets.lib.basis import record_basis
 from tradingmem_assets.lib.dtypes import as_utc
 from tradingmem_assets.lib.tables import raw_key
 from tradingmem_assets.lib.validation import validate
@@ -108,12 +108,8 @@ FROM main.user_facts
 
 def _touched_units(con, warehouse: WarehouseResource, as_of, stale_days: int) -> tuple[str | None, str]:
     """The table of the units to decide again (None: all of them) and what the metadata says of it."""
-    basis = usable_basis(
-        con,
-        tables.PROMOTION_BASIS,
-        promotion.PROMOTION_VISIBLE,
-        as_of,
-        lambda run_id: warehouse.unchanged.as_left_by(con, run_id, promotion.PROMOTION_TABLES),
+    basis = warehouse.usable_basis(
+        con, tables.PROMOTION_BASIS, promotion.PROMOTION_VISIBLE, promotion.PROMOTION_TABLES
     )
     if basis is None:
         return None, "every unit created by as_of (full build)"

@@ -20,7 +20,7 @@ from tradingmem_assets.defs.profile.writes import (
 )
 from tradingmem_assets.defs.resources import WarehouseResource
 from tradingmem_assets.lib import tables
-from tradingmem_assets.lib.basis import record_basis, touched_only, usable_basis
+from tradingmem_assets.lib.basis import record_basis, touched_only
 from tradingmem_assets.lib.dagster_kit import (
     blocking_check,
     check_result,
@@ -122,12 +122,8 @@ FROM {tables.FIN_CUSTOMER_PROFILE}
 def _touched_customers(con, warehouse: WarehouseResource, as_of) -> tuple[str | None, str]:
     """The table of the customers to build (None: all of them) and what the metadata says of it.
     Call after ``incremental.fact_digests``."""
-    basis = usable_basis(
-        con,
-        tables.PROFILE_BASIS,
-        incremental.PROFILE_VISIBLE,
-        as_of,
-        lambda run_id: warehouse.unchanged.as_left_by(con, run_id, incremental.PROFILE_TABLES),
+    basis = warehouse.usable_basis(
+        con, tables.PROFILE_BASIS, incremental.PROFILE_VISIBLE, incremental.PROFILE_TABLES
     )
     if basis is None:
         return None, "every customer opened by as_of (full build)"

@@ -32,7 +32,7 @@ from tradingmem_assets.defs.role_memory.reflection import (
 from tradingmem_assets.defs.role_memory.stats import role_stats
 from tradingmem_assets.defs.role_memory.writes import write_cases
 from tradingmem_assets.lib import tables
-from tradingmem_assets.lib.basis import record_basis, touched_only, usable_basis
+from tradingmem_assets.lib.basis import record_basis, touched_only
 from tradingmem_assets.lib.budget import BudgetTracker, ensure_usage_table
 from tradingmem_assets.lib.dagster_kit import table_asset, table_metadata
 from tradingmem_assets.lib.tables import raw_key
@@ -135,12 +135,8 @@ def role_memory_asset(name: str, *, deps: list, requires: tuple[str, ...], descr
 )
 def role_cases(context, warehouse, con, registry) -> dg.MaterializeResult:
     as_of = warehouse.as_of_ts
-    basis = usable_basis(
-        con,
-        tables.ROLE_CASES_BASIS,
-        incremental.ADMISSION_VISIBLE,
-        as_of,
-        lambda run_id: warehouse.unchanged.as_left_by(con, run_id, incremental.KEPT_TABLES),
+    basis = warehouse.usable_basis(
+        con, tables.ROLE_CASES_BASIS, incremental.ADMISSION_VISIBLE, incremental.KEPT_TABLES
     )
     touched = None if basis is None else incremental.touch(con, basis.as_of, as_of)
     # Validated before COMMIT, from the table as written: a failure rolls back to the previous
