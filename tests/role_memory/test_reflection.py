@@ -6,13 +6,14 @@ import threading
 from datetime import UTC, datetime
 from http.server import BaseHTTPRequestHandler, HTTPServer
 
+import dagster as dg
 import duckdb
 import polars as pl
 import pytest
 
-from tests.role_memory.test_admission import DOWNSTREAM, PIPELINE
+from tests.role_memory.test_admission import DOWNSTREAM, PIPELINE, REGISTRY
 from tests.role_memory.world import CLOSED, Chain, band, bars, fill_price_for
-from tests.world import World
+from tests.world import World, ts
 from tradingmem_assets.defs.role_memory.llm_reflector import ChatClient, LLMReflector, clean_lesson
 from tradingmem_assets.defs.role_memory.reflection import (
     DETERMINISTIC,
@@ -21,6 +22,7 @@ from tradingmem_assets.defs.role_memory.reflection import (
     classified,
     deterministic_lesson_expr,
     outcome_sql,
+    reflection_inputs,
 )
 from tradingmem_assets.lib.budget import (
     DEFAULT_LIMITS,
@@ -245,8 +247,23 @@ def test_reflection_waits_for_maturity_and_happens_once_per_primary_run(world: W
     first = world.rows("SELECT case_id, run_id, classification, reflected_at FROM role_reflections")
     assert len(first) == 1 and first[0][2] == "logic_error" and first[0][3] == CLOSED.replace(day=15)
 
-    world.materialize(DOWNSTREAM, as_of="2024-02-20T00:00:00Z")  # same primary run: nothing new
+    result = world.materialize(DOWNSTREAM, as_of="2024-02-20T00:00:00Z")  # same primary run: nothing new
     assert world.rows("SELECT case_id, run_id, classification, reflected_at FROM role_reflections") == first
+    meta = _reflections_metadata(result)
+    assert (meta["appended"], meta["already_reflected"], meta["not_yet_matured"]) == (0, 1, 0)
+    # a pair reflected before is left out of the inputs at their first stage; a manual re-run of
+    # its case still reads it
+    con = duckdb.connect(str(world.db))
+    try:
+        con.execute("SET TimeZone = 'UTC'")
+        inputs = reflection_inputs(con, REGISTRY, ts("2024-02-20T00:00:00Z"))
+        pending = con.execute(f"SELECT count(*) FROM {inputs.table}").fetchall()
+        assert (pending, inputs.already_reflected) == ([(0,)], 1)
+        one = reflection_inputs(con, REGISTRY, ts("2024-02-20T00:00:00Z"), case_id=first[0][0])
+        assert con.execute(f"SELECT run_id, matured FROM {one.table}").fetchall() == [(first[0][1], True)]
+        assert one.already_reflected == 0
+    finally:
+        con.close()
 
     # promoting the settled 30-day run (version 1; version 0 is its open window) changes the
     # primary run: the case is reflected again and the first reflection is kept
@@ -266,6 +283,13 @@ def test_reflection_waits_for_maturity_and_happens_once_per_primary_run(world: W
     rows = world.rows("SELECT run_id, reflected_at FROM role_reflections ORDER BY reflected_at")
     assert len(rows) == 2 and rows[0] == (first[0][1], first[0][3]) and rows[1][0] != first[0][1]
     assert world.rows("SELECT primary_run_id FROM role_cases") == [(rows[1][0],)]
+
+
+def _reflections_metadata(result) -> dict:
+    (event,) = [
+        e for e in result.get_asset_materialization_events() if e.asset_key == dg.AssetKey("role_reflections")
+    ]
+    return {k: v.value for k, v in event.materialization.metadata.items()}
 
 
 # --- the LLM reflector against a fake OpenAI-compatible endpoint ------------------------------------

@@ -27,7 +27,14 @@ from tradingmem_assets.defs.role_memory.recall import RECALL_INDEX, rebuild_reca
 from tradingmem_assets.lib import tables
 from tradingmem_assets.lib.columns import table_dtypes
 from tradingmem_assets.lib.vocabulary import TRAINABLE_CLASSES
-from tradingmem_assets.lib.warehouse import ensure_table, read_frame, run_stages, table_exists, transaction
+from tradingmem_assets.lib.warehouse import (
+    ensure_table,
+    read_frame,
+    scalar,
+    staged,
+    table_exists,
+    transaction,
+)
 
 LESSON_MAX_CHARS = 280
 DETERMINISTIC = "deterministic"
@@ -129,7 +136,9 @@ class DeterministicReflector:
 REFLECTION_INPUTS = "_tm_reflection_inputs"
 REFLECTION_BATCH = "_tm_reflection_batch"
 
-# Inputs of the ladder for every eligible case with an outcome (optionally one case), classified.
+# Inputs of the ladder for every eligible case with an outcome not reflected yet for its run (or one
+# case, reflected or not), classified. A pair reflected before is left out at the first stage: at a
+# later day nearly every pair is, and only the new ones need their run's numbers.
 # Exogenous events are few: each symbol's event times come as one list, tested against the window.
 # The run's numbers are only needed for lessons: ``TRAINABLE_ROWS_SQL`` adds them to trainable rows.
 # In stages (narrow temp tables DuckDB can spill): the (case, run) pairs first, then only their two
@@ -142,11 +151,12 @@ FROM raw.position_lifecycles WHERE closed_at <= $as_of GROUP BY execution_id;
 CREATE OR REPLACE TEMP TABLE _rf_events AS
 SELECT symbol, list(ts) AS ts FROM raw.market_events WHERE exogenous AND ts <= $as_of GROUP BY symbol;
 
--- every (chain-eligible case, complete run that was its primary at some instant)
+-- every (chain-eligible case, complete run that was its primary at some instant), and whether it
+-- was reflected before
 CREATE OR REPLACE TEMP TABLE _rf_pairs AS
 SELECT rc.case_id, rc.decision_id, rc.role_id, rc.symbol, rc.scenario, rc.direction, rc.decision_text,
        ep.run_id, ep.primary_from, ep.primary_until, rc.execution_id, r.known_at AS run_known_at,
-       r.execution_id AS run_execution_id, r.profile_id
+       r.execution_id AS run_execution_id, r.profile_id, {reflected} AS reflected
 FROM main.role_cases rc
 JOIN _tm_roles ro ON ro.role_id = rc.role_id
 JOIN main.evaluation_primaries ep ON ep.decision_id = rc.decision_id
@@ -156,12 +166,13 @@ WHERE {chain_eligible}
 
 CREATE OR REPLACE TEMP TABLE _rf_components AS
 SELECT c.run_id, c.component, c.value
-FROM main.evaluation_components c SEMI JOIN (SELECT DISTINCT run_id FROM _rf_pairs) p USING (run_id)
+FROM main.evaluation_components c SEMI JOIN (SELECT DISTINCT run_id FROM _rf_pairs WHERE NOT reflected) p
+    USING (run_id)
 WHERE c.component IN ('excess_return', 'volatility');
 
 CREATE OR REPLACE TEMP TABLE {into} AS
 WITH base AS (
-    SELECT b.* EXCLUDE (run_execution_id, profile_id),
+    SELECT b.* EXCLUDE (run_execution_id, profile_id, reflected),
            e.executed_at AS window_start,
            e.executed_at + to_days(p.horizon_days::INTEGER) AS window_end,
            p.horizon_days, ro.noise_k, ro.maturity_days, pos.closed_at,
@@ -180,6 +191,7 @@ WITH base AS (
     LEFT JOIN _rf_components vol ON vol.run_id = b.run_id AND vol.component = 'volatility'
     LEFT JOIN _rf_pos pos ON pos.execution_id = b.execution_id
     LEFT JOIN _rf_events ev ON ev.symbol = b.symbol
+    WHERE NOT b.reflected
 ),
 inputs AS (
     SELECT b.* EXCLUDE (evidence, event_times),
@@ -194,17 +206,22 @@ inputs AS (
 timed AS (  -- matured: knowable by now, while the run was still primary
     SELECT i.*,
            coalesce(i.known_at <= $as_of AND (i.primary_until IS NULL OR i.known_at < i.primary_until), false)
-               AS matured,
-           {reflected_before} AS reflected_before
+               AS matured
     FROM inputs i
     WHERE i.outcome IS NOT NULL
 )
 {classified};
 """
-# was this case already reflected for this run?
-_REFLECTED_BEFORE = (
-    "EXISTS (SELECT 1 FROM main.role_reflections rr WHERE rr.case_id = i.case_id AND rr.run_id = i.run_id)"
+# was this case already reflected for this run (by any reflection, a manual re-run too)?
+_REFLECTED = (
+    "EXISTS (SELECT 1 FROM main.role_reflections rr WHERE rr.case_id = rc.case_id AND rr.run_id = ep.run_id)"
 )
+
+
+@dataclass(frozen=True)
+class ReflectionInputs:
+    table: str  # temp table: one row per pair to reflect, classified
+    already_reflected: int  # eligible pairs left out because they were reflected before
 
 
 def reflection_inputs(
@@ -213,31 +230,33 @@ def reflection_inputs(
     as_of: datetime,
     case_id: str | None = None,
     into: str = REFLECTION_INPUTS,
-) -> str:
+) -> ReflectionInputs:
     """Temp table ``into``: everything the ladder and a lesson need, per chain-eligible case and run
-    that was its primary (one case: its current primary run), with ``outcome``, ``known_at``,
-    ``matured``, ``reflected_before``, ``classification`` and ``trainable``."""
-    reflected = _REFLECTED_BEFORE if table_exists(con, tables.ROLE_REFLECTIONS) else "false"
+    that was its primary and has no reflection yet, with ``outcome``, ``known_at``, ``matured``,
+    ``classification`` and ``trainable``. With ``case_id``: that case's current primary run,
+    reflected before or not (a manual re-run)."""
+    pending_only = case_id is None and table_exists(con, tables.ROLE_REFLECTIONS)
     script = INPUTS_SCRIPT.format(
         into=into,
-        reflected_before=reflected,
+        reflected=_REFLECTED if pending_only else "false",
         classified=classified("timed"),
         chain_eligible=chain_eligible_sql("rc"),
         outcome=outcome_sql("b.excess_return", "b.noise_k * b.volatility * sqrt(b.horizon_days)"),
     )
     con.register("_tm_roles", registry)
     try:
-        run_stages(con, script, {"as_of": as_of, "case_id": case_id}, keep=into)
+        with staged(con, script, {"as_of": as_of, "case_id": case_id}, keep=into):
+            already = scalar(con, "SELECT count(*) FROM _rf_pairs WHERE reflected")
     finally:
         con.unregister("_tm_roles")
-    return into
+    return ReflectionInputs(table=into, already_reflected=already)
 
 
 @dataclass(frozen=True)
 class ReflectionBatch:
     table: str  # temp table of the new reflections (ROLE_REFLECTIONS_DTYPES columns)
     immature: int  # eligible cases with an outcome that have not matured yet
-    already_reflected: int  # matured cases whose primary run was reflected before
+    already_reflected: int  # eligible cases whose primary run was reflected before
 
 
 # reflection_id: "rr_" + the first 16 hex digits of sha256("<case_id>|<run_id>"); a manual re-run
@@ -252,7 +271,7 @@ SELECT 'rr_' || left(sha256(i.case_id || '|' || i.run_id || CASE WHEN $3 THEN '|
        CASE WHEN $3 THEN greatest(i.known_at, $1::TIMESTAMPTZ) ELSE i.known_at END AS known_at
 FROM {inputs} i
 LEFT JOIN _tm_lessons l ON l.case_id = i.case_id AND l.run_id = i.run_id
-WHERE {todo}
+WHERE i.matured
 """
 _LESSONS_DTYPES = {"case_id": pl.String, "run_id": pl.String, "lesson": pl.String, "reflector": pl.String}
 
@@ -260,26 +279,25 @@ _LESSONS_DTYPES = {"case_id": pl.String, "run_id": pl.String, "lesson": pl.Strin
 TRAINABLE_ROWS_SQL = """
 SELECT i.*, i.noise_k * i.volatility * sqrt(i.horizon_days) AS noise_band
 FROM {inputs} i
-WHERE {todo} AND i.trainable
+WHERE i.matured AND i.trainable
 ORDER BY i.role_id, i.case_id, i.run_id
 """
 
 
 def reflect(
     con: duckdb.DuckDBPyConnection,
-    inputs: str,
+    inputs: ReflectionInputs,
     as_of: datetime,
     reflector: Reflector,
     *,
     force: bool = False,
     into: str = REFLECTION_BATCH,
 ) -> ReflectionBatch:
-    """Reflect matured cases of ``inputs`` not yet reflected for their primary run (``force``: anyway).
+    """Reflect the matured cases of ``inputs`` (``force``: a manual re-run, a record of its own).
 
     Only the trainable rows come into Polars, for the reflector's lesson; the batch is temp table ``into``.
     """
-    todo = "i.matured" if force else "i.matured AND NOT i.reflected_before"
-    trainable = read_frame(con, TRAINABLE_ROWS_SQL.format(inputs=inputs, todo=todo))
+    trainable = read_frame(con, TRAINABLE_ROWS_SQL.format(inputs=inputs.table))
     lessons = reflector.write_lessons(trainable) if trainable.height else pl.DataFrame(schema=_LESSONS_DTYPES)
     lessons = lessons.select(
         "case_id", "run_id", truncate_lesson(pl.col("lesson")).alias("lesson"), "reflector"
@@ -287,16 +305,13 @@ def reflect(
     con.register("_tm_lessons", lessons)
     try:
         con.execute(
-            BATCH_SQL.format(into=into, inputs=inputs, todo=todo, deterministic=DETERMINISTIC),
+            BATCH_SQL.format(into=into, inputs=inputs.table, deterministic=DETERMINISTIC),
             [as_of, as_of.isoformat(), force],
         )
     finally:
         con.unregister("_tm_lessons")
-    immature, already = con.execute(
-        f"SELECT count(*) FILTER (WHERE NOT matured), count(*) FILTER (WHERE matured AND reflected_before) "
-        f"FROM {inputs}"
-    ).fetchall()[0]
-    return ReflectionBatch(table=into, immature=immature, already_reflected=0 if force else already)
+    immature = scalar(con, f"SELECT count(*) FILTER (WHERE NOT matured) FROM {inputs.table}")
+    return ReflectionBatch(table=into, immature=immature, already_reflected=inputs.already_reflected)
 
 
 # --- manual reflection of one case (tradingmem reflect CASE_ID) ---------------------------------
@@ -325,7 +340,7 @@ def reflect_case(
             f"case {case_id} is {status} ({', '.join(reasons)}): only scoring-eligible cases are reflected"
         )
     inputs = reflection_inputs(con, registry, as_of, case_id)
-    found = con.execute(f"SELECT matured, matures_at FROM {inputs}").fetchall()
+    found = con.execute(f"SELECT matured, matures_at FROM {inputs.table}").fetchall()
     if not found:
         raise ReflectionRefused(f"case {case_id} has no complete primary evaluation run to reflect on")
     matured, matures = found[0]
