@@ -11,6 +11,8 @@ from tradingmem_assets.defs.operations.runs import landing_ingested
 from tradingmem_assets.defs.role_memory.chain import CHAIN_TABLES
 from tradingmem_assets.demo import write_demo_world
 from tradingmem_assets.lib import tables
+from tradingmem_assets.lib.basis import digests as basis_digests
+from tradingmem_assets.lib.basis import visible_rows
 from tradingmem_assets.lib.validation import validated_by
 from tradingmem_assets.lib.warehouse import RunDigests, rows_digest
 
@@ -30,6 +32,28 @@ def test_a_digest_is_remembered_only_when_told(tmp_path):
         assert digests.of(con, "main.t") != rows_digest(con, "main.t")  # told: trusted until forgotten
         digests.forget("main.t", ("main.t", "part"))
         assert digests.of(con, "main.t") == rows_digest(con, "main.t")
+
+
+def test_a_basis_digest_is_shared_by_the_steps_of_a_run_until_its_landing_forgets_it(tmp_path):
+    visible = {"trading_decisions": visible_rows("raw.trading_decisions", "decided_at")}
+    when = at(DAYS[0])
+    with duckdb.connect(str(tmp_path / "w.duckdb")) as con:
+        con.execute("SET TimeZone = 'UTC'")
+        con.execute("CREATE SCHEMA raw")
+        con.execute(
+            "CREATE TABLE raw.trading_decisions AS SELECT range AS id, "
+            "TIMESTAMPTZ '2024-03-19 00:00:00+00' + to_days(range::INTEGER) AS decided_at FROM range(3)"
+        )
+        known = RunDigests()
+        first = basis_digests(con, visible, when, known)
+        assert first == basis_digests(con, visible, when)  # the same as hashed without a memory
+        con.execute("INSERT INTO raw.trading_decisions VALUES (9, TIMESTAMPTZ '2024-03-01 00:00:00+00')")
+        # a later step of the run is told what an earlier one hashed: only a landing changes raw
+        # tables, and it forgets its table (with every part of it) before it writes
+        assert basis_digests(con, visible, when, known) == first
+        assert basis_digests(con, visible, at(DAYS[1]), known) != first  # another as_of: hashed
+        known.forget("raw.trading_decisions")
+        assert basis_digests(con, visible, when, known) == basis_digests(con, visible, when) != first
 
 
 @pytest.fixture(scope="module")

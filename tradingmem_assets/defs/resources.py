@@ -141,7 +141,12 @@ class WarehouseResource(DuckDBResource):
                 f"{sorted(missing)} missing from KEPT_BY_INCREMENTAL_ASSETS: never found as left"
             )
         return usable_basis(
-            con, table, visible, self.as_of_ts, lambda run_id: self.unchanged.as_left_by(con, run_id, built)
+            con,
+            table,
+            visible,
+            self.as_of_ts,
+            lambda run_id: self.unchanged.as_left_by(con, run_id, built),
+            self.digests,
         )
 
     @property

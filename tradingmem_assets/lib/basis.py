@@ -20,8 +20,9 @@ from datetime import datetime
 import duckdb
 import polars as pl
 
+from tradingmem_assets.lib import tables
 from tradingmem_assets.lib.columns import table_dtypes
-from tradingmem_assets.lib.warehouse import replace_table, rows_digest, table_exists
+from tradingmem_assets.lib.warehouse import RunDigests, replace_table, rows_digest, table_exists
 
 
 @dataclass(frozen=True)
@@ -38,20 +39,38 @@ def visible_rows(table: str, stamped_by: str | None) -> str:
     return f"SELECT * FROM {table}" + (f" WHERE {stamped_by} <= $as_of" if stamped_by else "")
 
 
-def digests(con: duckdb.DuckDBPyConnection, visible: Mapping[str, str], as_of: datetime) -> dict[str, str]:
-    """Per input, the ``rows_digest`` of what its SQL (which may read ``$as_of``) selects."""
-    return {
-        name: rows_digest(con, f"({sql})", {"as_of": as_of} if "$as_of" in sql else None)
-        for name, sql in visible.items()
-    }
+def digests(
+    con: duckdb.DuckDBPyConnection,
+    visible: Mapping[str, str],
+    as_of: datetime,
+    known: RunDigests | None = None,
+) -> dict[str, str]:
+    """Per input (a landing table's name), the ``rows_digest`` of what its SQL (which may read
+    ``$as_of``) selects. With ``known`` (the run's digests), each is remembered under its raw
+    table, whose landing forgets it: the evaluation and the role cases share most inputs."""
+    out = {}
+    for name, sql in visible.items():
+        key = (tables.raw_table(name), f"{as_of.isoformat()} {sql}")
+        digest = known.get(key) if known is not None else None
+        if digest is None:
+            digest = rows_digest(con, f"({sql})", {"as_of": as_of} if "$as_of" in sql else None)
+            if known is not None:
+                known.note(key, digest)
+        out[name] = digest
+    return out
 
 
 def record_basis(
-    con: duckdb.DuckDBPyConnection, table: str, visible: Mapping[str, str], run_id: str, as_of: datetime
+    con: duckdb.DuckDBPyConnection,
+    table: str,
+    visible: Mapping[str, str],
+    run_id: str,
+    as_of: datetime,
+    known: RunDigests | None = None,
 ) -> None:
     """Store what this run saw (call in the transaction that writes what it built)."""
     rows = pl.DataFrame(
-        [(run_id, as_of, name, digest) for name, digest in digests(con, visible, as_of).items()],
+        [(run_id, as_of, name, digest) for name, digest in digests(con, visible, as_of, known).items()],
         schema=table_dtypes(table),
         orient="row",
     )
@@ -68,9 +87,11 @@ def _latest_basis(con: duckdb.DuckDBPyConnection, table: str, visible: Mapping[s
     return Basis(run_id=rows[0][0], as_of=rows[0][1], digests={r[2]: r[3] for r in rows})
 
 
-def _holds(con: duckdb.DuckDBPyConnection, basis: Basis, visible: Mapping[str, str]) -> bool:
+def _holds(
+    con: duckdb.DuckDBPyConnection, basis: Basis, visible: Mapping[str, str], known: RunDigests | None
+) -> bool:
     """Whether every row the basis's run could see is still exactly there, and no other."""
-    return digests(con, visible, basis.as_of) == basis.digests
+    return digests(con, visible, basis.as_of, known) == basis.digests
 
 
 def usable_basis(
@@ -79,6 +100,7 @@ def usable_basis(
     visible: Mapping[str, str],
     as_of: datetime,
     left_as_they_were: Callable[[str], bool],
+    known: RunDigests | None = None,
 ) -> Basis | None:
     """The basis stored in ``table`` when a run at ``as_of`` may build on it: it is not later, the
     tables it built were left as they are by its run (``left_as_they_were(run_id)``: no hand edit,
@@ -88,7 +110,7 @@ def usable_basis(
         basis is not None
         and basis.as_of <= as_of
         and left_as_they_were(basis.run_id)
-        and _holds(con, basis, visible)
+        and _holds(con, basis, visible, known)
     ):
         return basis
     return None

@@ -146,7 +146,9 @@ class RunDigests:
         self._known[key] = digest
 
     def forget(self, *keys: str | tuple[str, str]) -> None:
-        for key in keys:
+        """Forget each key; a table's name also forgets every part of it (``(table, part)``)."""
+        tables_ = {k for k in keys if isinstance(k, str)}
+        for key in [*keys, *(k for k in self._known if isinstance(k, tuple) and k[0] in tables_)]:
             self._known.pop(key, None)
 
     def written(self, con: duckdb.DuckDBPyConnection, table: str) -> str:

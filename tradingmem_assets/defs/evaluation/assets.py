@@ -98,7 +98,14 @@ def evaluation(context: dg.AssetExecutionContext, warehouse: WarehouseResource):
             yield from refuse_write(
                 validation, "evaluation_runs", [(RUNS_INVARIANTS_CHECK, "evaluation_runs")]
             )
-            record_basis(con, tables.EVALUATION_BASIS, incremental.EVALUATION_VISIBLE, context.run_id, as_of)
+            record_basis(
+                con,
+                tables.EVALUATION_BASIS,
+                incremental.EVALUATION_VISIBLE,
+                context.run_id,
+                as_of,
+                warehouse.digests,
+            )
         # every run is valid now: the stored check need not validate them again while they stay so
         record_validated(con, tables.EVALUATION_RUNS, context.run_id, digests=warehouse.digests)
         touched = None

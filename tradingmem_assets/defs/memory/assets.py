@@ -141,7 +141,14 @@ def memory_promotion(context: dg.AssetExecutionContext, warehouse: WarehouseReso
                 schemas.user_facts_schema(as_of, stale_days), as_utc(read_frame(con, FACTS_CHECKED_SQL))
             )
             yield from kit.refuse_write(validation, "user_facts", [(schemas.FACTS_CHECK, "user_facts")])
-            record_basis(con, tables.PROMOTION_BASIS, promotion.PROMOTION_VISIBLE, context.run_id, as_of)
+            record_basis(
+                con,
+                tables.PROMOTION_BASIS,
+                promotion.PROMOTION_VISIBLE,
+                context.run_id,
+                as_of,
+                warehouse.digests,
+            )
         statuses = dict(con.execute(STATUS_COUNTS_SQL).fetchall())
         promotions, units, orphans, facts, critical, customers = con.execute(COUNTS_SQL).fetchall()[0]
     yield dg.MaterializeResult(

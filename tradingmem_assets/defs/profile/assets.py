@@ -182,7 +182,14 @@ def customer_profile(context: dg.AssetExecutionContext, warehouse: WarehouseReso
                 snapshot_validation, "profile_snapshots", [(schemas.ONE_CURRENT_CHECK, "profile_snapshots")]
             )
             incremental.record_fact_digests(con)
-            record_basis(con, tables.PROFILE_BASIS, incremental.PROFILE_VISIBLE, context.run_id, as_of)
+            record_basis(
+                con,
+                tables.PROFILE_BASIS,
+                incremental.PROFILE_VISIBLE,
+                context.run_id,
+                as_of,
+                warehouse.digests,
+            )
         counts = (
             con.sql(
                 PROFILE_COUNTS_SQL,

@@ -157,7 +157,14 @@ def role_cases(context, warehouse, con, registry) -> dg.MaterializeResult:
             raise _failure("role_cases", invariants, coverage)
         # recall must never see an eligibility that changed
         recall_index = rebuild_recall_index(con, keep_if_unchanged=True, changed_decisions=touched)
-        record_basis(con, tables.ROLE_CASES_BASIS, incremental.ADMISSION_VISIBLE, context.run_id, as_of)
+        record_basis(
+            con,
+            tables.ROLE_CASES_BASIS,
+            incremental.ADMISSION_VISIBLE,
+            context.run_id,
+            as_of,
+            warehouse.digests,
+        )
     # both stored checks would validate what was just validated: they need not, while it is unchanged
     record_validated(con, tables.ROLE_CASES, context.run_id, CHAIN_TABLES, as_of, warehouse.digests)
     total = scalar(con, "SELECT count(*) FROM main.role_cases")
