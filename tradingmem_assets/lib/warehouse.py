@@ -111,6 +111,12 @@ def rows_digest_sql(row: str, where: str | None = None) -> str:
 NO_ROWS = "0:0"  # rows_digest of no rows
 
 
+def added_digests(*digests: str) -> str:
+    """The ``rows_digest`` of the union of disjoint multisets of rows, from theirs: counts and sums add."""
+    parts = [d.split(":") for d in digests]
+    return f"{sum(int(n) for n, _ in parts)}:{sum(int(s) for _, s in parts)}"
+
+
 def rows_digest(
     con: duckdb.DuckDBPyConnection, relation: str, params: Mapping[str, object] | None = None
 ) -> str:

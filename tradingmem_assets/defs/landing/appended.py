@@ -32,6 +32,7 @@ from tradingmem_assets.lib import tables
 from tradingmem_assets.lib.warehouse import (
     NO_ROWS,
     RunDigests,
+    added_digests,
     append_rows,
     ensure_table,
     rejects_key,
@@ -59,6 +60,10 @@ def _left_digests(
     """Digests of ``raw.<table>`` and of its rows of ``raw_rejects``, as they are now (as the run
     knows them, with ``digests``)."""
     known = RunDigests() if digests is None else digests
+    return known.of(con, tables.raw_table(table)), _rejects_digest(con, table, known)
+
+
+def _rejects_digest(con: duckdb.DuckDBPyConnection, table: str, known: RunDigests) -> str:
     rejects = known.get(rejects_key(table))
     if rejects is None:
         rejects = NO_ROWS
@@ -66,7 +71,7 @@ def _left_digests(
             rejects = rows_digest(
                 con, f"(SELECT * FROM {tables.RAW_REJECTS} WHERE table_name = $t)", {"t": table}
             )
-    return known.of(con, tables.raw_table(table)), rejects
+    return rejects
 
 
 def kept_rows(
@@ -98,7 +103,7 @@ def kept_rows(
         return None, "the code or settings changed since the last ingest"
     if _left_digests(con, table, digests) != (raw_digest, rejects_digest):
         return None, f"raw.{table} or its rejects changed since the last ingest"
-    return Kept(tuple(columns), rows, source_digest), ""
+    return Kept(tuple(columns), rows, source_digest, raw_digest), ""
 
 
 def land(
@@ -128,7 +133,12 @@ def land(
         how = f"whole: the file has fewer rows than the {kept.rows} its last ingest read"
     else:
         how = f"whole: the file's first {kept.rows} rows are not the rows its last ingest read"
-    raw_digest, rejects_digest = _left_digests(con, table)
+    if kept is not None and result.appended_digest is not None:
+        # the kept rows are as the last ingest left them (checked above): only the new ones are hashed
+        raw_digest = added_digests(kept.raw_digest, result.appended_digest)
+        rejects_digest = _rejects_digest(con, table, RunDigests())
+    else:
+        raw_digest, rejects_digest = _left_digests(con, table)
     ensure_table(con, tables.LANDING_INGESTS, pl.DataFrame(schema=LANDING_INGESTS_DTYPES))
     con.execute(f"DELETE FROM {tables.LANDING_INGESTS} WHERE table_name = ?", [table])
     record = {

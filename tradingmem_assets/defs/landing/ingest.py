@@ -42,6 +42,7 @@ from tradingmem_assets.lib.warehouse import (
     append_rows,
     read_frame,
     replace_table,
+    rows_digest,
     rows_digest_sql,
     scalar,
     table_exists,
@@ -63,6 +64,7 @@ class Kept:
     columns: tuple[str, ...]
     rows: int
     source_digest: str
+    raw_digest: str  # of the raw table it left, as it still is
 
 
 @dataclass(frozen=True)
@@ -76,6 +78,7 @@ class IngestResult:
     columns: tuple[str, ...] = ()
     source_digest: str = ""  # of every row read, as read and in order
     read_after: int = 0  # the rows kept from the last ingest (0: the file was ingested whole)
+    appended_digest: str | None = None  # rows_digest of the raw rows appended after the kept ones
 
     @property
     def rejected(self) -> int:
@@ -265,13 +268,15 @@ def ingest_into(
         try:
             # the Parquet file is scanned here: a corrupt page fails the file, not the code
             with _reading(path, (duckdb.IOException, duckdb.InvalidInputException)):
-                accepted = _split(con, spec, raw, present, ragged, after)
+                accepted, appended = _split(con, spec, raw, present, ragged, after)
                 rejects = _rejects(con, spec, present, str(path), ragged)
         finally:
             con.execute(f"DROP TABLE IF EXISTS {TYPED}")
             con.execute(f"DROP TABLE IF EXISTS {REJECTED}")
     append_rows(con, tables.RAW_REJECTS, rejects)
-    return IngestResult(table, str(path), rows_read, accepted, rejects, missing, columns, digest, after)
+    return IngestResult(
+        table, str(path), rows_read, accepted, rejects, missing, columns, digest, after, appended
+    )
 
 
 def _forget_rejects(con: duckdb.DuckDBPyConnection, table: str) -> None:
@@ -282,10 +287,11 @@ def _forget_rejects(con: duckdb.DuckDBPyConnection, table: str) -> None:
 
 def _split(
     con: duckdb.DuckDBPyConnection, spec: LandingTable, raw: str, present: set[str], ragged: bool, after: int
-) -> int:
+) -> tuple[int, str | None]:
     """Type every row after row ``after`` (``_tm_landing_typed``), decide the rejected ones with
     their reasons (``_tm_landing_rejected``) and write the others to ``raw`` in file order
-    (replaced; appended after the kept rows when ``after``); the rows accepted in all."""
+    (replaced; appended after the kept rows when ``after``); the rows accepted in all, and when
+    appended, the ``rows_digest`` of the rows appended (the raw table's is the kept rows' plus it)."""
     con.execute(f"CREATE OR REPLACE TEMP TABLE {TYPED} AS {_typing_sql(spec, present, ragged, after)}")
     key = ", ".join(map(sql_identifier, spec.key))
     # among rows that are otherwise valid, the first occurrence of a key wins: a kept row's first
@@ -313,11 +319,13 @@ def _split(
     # preserve_insertion_order): no sort of the accepted rows
     columns = ", ".join(map(sql_identifier, spec.column_names))
     accepted = f"SELECT {columns} FROM {TYPED} WHERE len(__reasons) = 0"
+    appended = None
     if after:
+        appended = rows_digest(con, f"({accepted})")
         con.execute(f"INSERT INTO {raw} {accepted}")
     else:
         con.execute(f"CREATE OR REPLACE TABLE {raw} AS {accepted}")
-    return scalar(con, f"SELECT count(*) FROM {raw}")
+    return scalar(con, f"SELECT count(*) FROM {raw}"), appended
 
 
 def _rejects(
