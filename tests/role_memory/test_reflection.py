@@ -6,11 +6,11 @@ import threading
 from datetime import UTC, datetime
 from http.server import BaseHTTPRequestHandler, HTTPServer
 
-import dagster as dg
 import duckdb
 import polars as pl
 import pytest
 
+from tests.incremental import materialization_metadata
 from tests.role_memory.test_admission import DOWNSTREAM, PIPELINE, REGISTRY
 from tests.role_memory.world import CLOSED, Chain, band, bars, fill_price_for
 from tests.world import World, ts
@@ -249,7 +249,7 @@ def test_reflection_waits_for_maturity_and_happens_once_per_primary_run(world: W
 
     result = world.materialize(DOWNSTREAM, as_of="2024-02-20T00:00:00Z")  # same primary run: nothing new
     assert world.rows("SELECT case_id, run_id, classification, reflected_at FROM role_reflections") == first
-    meta = _reflections_metadata(result)
+    meta = materialization_metadata(world.instance, result.run_id, "role_reflections")
     assert (meta["appended"], meta["already_reflected"], meta["not_yet_matured"]) == (0, 1, 0)
     # a pair reflected before is left out of the inputs at their first stage; a manual re-run of
     # its case still reads it
@@ -283,13 +283,6 @@ def test_reflection_waits_for_maturity_and_happens_once_per_primary_run(world: W
     rows = world.rows("SELECT run_id, reflected_at FROM role_reflections ORDER BY reflected_at")
     assert len(rows) == 2 and rows[0] == (first[0][1], first[0][3]) and rows[1][0] != first[0][1]
     assert world.rows("SELECT primary_run_id FROM role_cases") == [(rows[1][0],)]
-
-
-def _reflections_metadata(result) -> dict:
-    (event,) = [
-        e for e in result.get_asset_materialization_events() if e.asset_key == dg.AssetKey("role_reflections")
-    ]
-    return {k: v.value for k, v in event.materialization.metadata.items()}
 
 
 # --- the LLM reflector against a fake OpenAI-compatible endpoint ------------------------------------

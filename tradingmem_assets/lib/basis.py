@@ -48,14 +48,14 @@ def digests(
     """Per input (a landing table's name), the ``rows_digest`` of what its SQL (which may read
     ``$as_of``) selects. With ``known`` (the run's digests), each is remembered under its raw
     table, whose landing forgets it: the evaluation and the role cases share most inputs."""
+    known = RunDigests() if known is None else known
     out = {}
     for name, sql in visible.items():
         key = (tables.raw_table(name), f"{as_of.isoformat()} {sql}")
-        digest = known.get(key) if known is not None else None
+        digest = known.get(key)
         if digest is None:
             digest = rows_digest(con, f"({sql})", {"as_of": as_of} if "$as_of" in sql else None)
-            if known is not None:
-                known.note(key, digest)
+            known.note(key, digest)
         out[name] = digest
     return out
 

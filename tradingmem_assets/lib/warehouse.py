@@ -153,8 +153,8 @@ class RunDigests:
 
     def forget(self, *keys: str | tuple[str, str]) -> None:
         """Forget each key; a table's name also forgets every part of it (``(table, part)``)."""
-        tables_ = {k for k in keys if isinstance(k, str)}
-        for key in [*keys, *(k for k in self._known if isinstance(k, tuple) and k[0] in tables_)]:
+        names = {k for k in keys if isinstance(k, str)}
+        for key in [*keys, *(k for k in self._known if isinstance(k, tuple) and k[0] in names)]:
             self._known.pop(key, None)
 
     def written(self, con: duckdb.DuckDBPyConnection, table: str) -> str:

@@ -63,8 +63,8 @@ def _left_digests(
     return known.of(con, tables.raw_table(table)), _rejects_digest(con, table, known)
 
 
-def _rejects_digest(con: duckdb.DuckDBPyConnection, table: str, known: RunDigests) -> str:
-    rejects = known.get(rejects_key(table))
+def _rejects_digest(con: duckdb.DuckDBPyConnection, table: str, known: RunDigests | None = None) -> str:
+    rejects = None if known is None else known.get(rejects_key(table))
     if rejects is None:
         rejects = NO_ROWS
         if table_exists(con, tables.RAW_REJECTS):
@@ -136,7 +136,7 @@ def land(
     if kept is not None and result.appended_digest is not None:
         # the kept rows are as the last ingest left them (checked above): only the new ones are hashed
         raw_digest = added_digests(kept.raw_digest, result.appended_digest)
-        rejects_digest = _rejects_digest(con, table, RunDigests())
+        rejects_digest = _rejects_digest(con, table)
     else:
         raw_digest, rejects_digest = _left_digests(con, table)
     ensure_table(con, tables.LANDING_INGESTS, pl.DataFrame(schema=LANDING_INGESTS_DTYPES))

@@ -246,7 +246,7 @@ def role_reflections(context, warehouse, con, registry) -> dg.MaterializeResult:
         "reflector": reflector.name,
         "appended": appended,
         "not_yet_matured": batch.immature,
-        "already_reflected": batch.already_reflected,
+        "already_reflected": inputs.already_reflected,
         "classifications": classifications,
     }
     if isinstance(reflector, LLMReflector):

@@ -256,7 +256,6 @@ def reflection_inputs(
 class ReflectionBatch:
     table: str  # temp table of the new reflections (ROLE_REFLECTIONS_DTYPES columns)
     immature: int  # eligible cases with an outcome that have not matured yet
-    already_reflected: int  # eligible cases whose primary run was reflected before
 
 
 # reflection_id: "rr_" + the first 16 hex digits of sha256("<case_id>|<run_id>"); a manual re-run
@@ -311,7 +310,7 @@ def reflect(
     finally:
         con.unregister("_tm_lessons")
     immature = scalar(con, f"SELECT count(*) FILTER (WHERE NOT matured) FROM {inputs.table}")
-    return ReflectionBatch(table=into, immature=immature, already_reflected=inputs.already_reflected)
+    return ReflectionBatch(table=into, immature=immature)
 
 
 # --- manual reflection of one case (tradingmem reflect CASE_ID) ---------------------------------
