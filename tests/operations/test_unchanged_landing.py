@@ -17,6 +17,7 @@ from tradingmem_assets.defs.landing.invariants import LANDING_TABLES
 from tradingmem_assets.defs.operations.runs import landing_ingested, run_main_job
 from tradingmem_assets.demo import write_demo_world
 from tradingmem_assets.lib import tables
+from tradingmem_assets.lib.warehouse import sparse_tables
 
 LATER = "2024-07-02T00:00:00Z"
 
@@ -124,6 +125,9 @@ def test_a_next_days_grown_files_are_read_from_their_new_rows_and_equal_a_full_i
     # a file that did not change is kept; one that starts with its earlier rows is read after them
     assert ingested == expected_reads(world / "first_day", world / "next_day")
     assert ingested["customer_transactions"] == "appended"
+    # the deleted rows the run's writers left stored past their share were compacted as it ended
+    with duckdb.connect(str(world / "w.duckdb"), read_only=True) as con:
+        assert sparse_tables(con) == []
     fresh = tmp_path_factory.mktemp("fresh") / "w.duckdb"
     report = run_main_job(instance, database=str(fresh), landing_dir=str(landing), as_of=next_day.isoformat())
     assert report.success, report.error

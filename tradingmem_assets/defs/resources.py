@@ -26,7 +26,7 @@ from tradingmem_assets.defs.role_memory.incremental import KEPT_TABLES as ROLE_C
 from tradingmem_assets.lib.basis import Basis, usable_basis
 from tradingmem_assets.lib.registry import RoleRegistry, load_registry
 from tradingmem_assets.lib.tables import LEARNING_ASSETS, LEARNING_JOB_NAMES, TRADING_MEMORY_JOB
-from tradingmem_assets.lib.warehouse import RunDigests
+from tradingmem_assets.lib.warehouse import RunDigests, compact, defer_vacuum, sparse_tables
 from tradingmem_assets.settings import (
     SETTINGS,
     default_as_of,
@@ -178,6 +178,10 @@ class WarehouseResource(DuckDBResource):
                     ledger.close_run(con, run_id=self._run_id, failed=bool(failures))
                     if failures and self._learning_run:
                         self._failed_heartbeat(con, context, failures[0].dagster_event)
+                    if not failures:  # what the run's deletes left stored, where it outgrew its share
+                        for table, live, dead in sparse_tables(con):
+                            compact(con, table)
+                            context.log.info(f"compacted {table}: {dead} deleted rows dropped, {live} kept")
                     if (
                         self._inputs is not None
                         and not failures
@@ -253,6 +257,7 @@ class WarehouseResource(DuckDBResource):
             try:
                 con.execute("SET TimeZone = 'UTC'")
                 con.execute("SET memory_limit = ?", [self.memory_limit]).fetchall()
+                defer_vacuum(con)  # the run compacts what needs it as it ends (teardown)
                 con.execute("CREATE SCHEMA IF NOT EXISTS raw")
                 yield con
             finally:
