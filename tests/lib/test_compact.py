@@ -8,9 +8,11 @@ ROWS = 300_000  # three row groups: a checkpoint merges two of them once every s
 
 
 def _stored(con: duckdb.DuckDBPyConnection, name: str) -> int:
-    return con.execute("SELECT estimated_size FROM duckdb_tables() WHERE table_name = ?", [name]).fetchall()[
-        0
-    ][0]
+    """The rows the table's row groups hold, the deleted ones included."""
+    ((size,),) = con.execute(
+        "SELECT estimated_size FROM duckdb_tables() WHERE table_name = ?", [name]
+    ).fetchall()
+    return size
 
 
 def _warehouse(path) -> duckdb.DuckDBPyConnection:
