@@ -66,13 +66,16 @@ def test_a_compacted_table_stays_compact_after_a_reopen(tmp_path):
     assert _stored(con, "thinned") == 100_000
 
 
-def test_a_compacted_table_keeps_its_zstd_columns_and_a_table_with_a_default_is_left_alone(tmp_path):
+def test_a_compacted_table_keeps_its_zstd_columns_and_one_with_a_default_or_a_constraint_is_left_alone(
+    tmp_path,
+):
     con = duckdb.connect(str(tmp_path / "w.duckdb"))
     defer_vacuum(con)
     zstd = "generation_basis VARCHAR USING COMPRESSION zstd"
     con.execute(f"CREATE TABLE fin_customer_profile (customer_id BIGINT, {zstd})")
     con.execute("CREATE TABLE defaulted (id BIGINT, note VARCHAR DEFAULT 'x')")
-    for name in ("fin_customer_profile", "defaulted"):
+    con.execute("CREATE TABLE required (id BIGINT NOT NULL, note VARCHAR)")
+    for name in ("fin_customer_profile", "defaulted", "required"):
         con.execute(f"INSERT INTO {name} SELECT range, repeat('basis ', 20) || range FROM range({ROWS})")
         con.execute(f"DELETE FROM {name} WHERE rowid % 2 = 0")
     assert [t for t, _, _ in sparse_tables(con)] == ["main.fin_customer_profile"]

@@ -95,9 +95,9 @@ def sparse_tables(
     con: duckdb.DuckDBPyConnection, share: float = DEAD_ROWS_SHARE
 ) -> list[tuple[str, int, int]]:
     """``(table, live rows, deleted rows still stored)`` of this database's tables whose deleted
-    rows exceed ``share`` of their live rows. Tables with a key, an index or a column default are
-    left out, as ``compact`` would drop those (here: the LLM usage ledger, appended to, and the
-    recall index, which its writer updates, never deletes from)."""
+    rows exceed ``share`` of their live rows. Tables with a constraint, an index or a column
+    default are left out, as ``compact`` would drop those (here: the LLM usage ledger, appended to,
+    and the recall index, which its writer updates, never deletes from)."""
     stored = con.execute(
         """
         SELECT t.schema_name, t.table_name, t.estimated_size
@@ -105,8 +105,7 @@ def sparse_tables(
         WHERE t.database_name = current_database() AND NOT t.temporary AND t.estimated_size > 0
           AND NOT EXISTS (SELECT 1 FROM duckdb_constraints() c
                           WHERE c.database_name = t.database_name AND c.schema_name = t.schema_name
-                            AND c.table_name = t.table_name
-                            AND c.constraint_type IN ('PRIMARY KEY', 'UNIQUE', 'FOREIGN KEY'))
+                            AND c.table_name = t.table_name)
           AND NOT EXISTS (SELECT 1 FROM duckdb_indexes() i
                           WHERE i.database_name = t.database_name AND i.schema_name = t.schema_name
                             AND i.table_name = t.table_name)
@@ -126,7 +125,7 @@ def sparse_tables(
 
 
 def compact(con: duckdb.DuckDBPyConnection, qualified: str) -> None:
-    """Rewrite a table (no key, index or default: ``sparse_tables``' kind) as a new one of its live
+    """Rewrite a table (no constraint, index or default: ``sparse_tables``' kind) as a new one of its live
     rows, in their order, in one transaction (``create_table_as``: its ZSTD columns stay so). Rows
     appended after deletes fill the row group that holds the deleted ones: a new table has none."""
     with transaction(con):
