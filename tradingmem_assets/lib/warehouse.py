@@ -100,28 +100,32 @@ def sparse_tables(
     and the recall index, which its writer updates, never deletes from)."""
     stored = con.execute(
         """
+        WITH left_out AS (  -- what a rewrite as a new table would drop
+            SELECT database_name, schema_name, table_name FROM duckdb_constraints()
+            UNION SELECT database_name, schema_name, table_name FROM duckdb_indexes()
+            UNION SELECT database_name, schema_name, table_name FROM duckdb_columns()
+                  WHERE column_default IS NOT NULL
+        )
         SELECT t.schema_name, t.table_name, t.estimated_size
-        FROM duckdb_tables() t
+        FROM duckdb_tables() t ANTI JOIN left_out USING (database_name, schema_name, table_name)
         WHERE t.database_name = current_database() AND NOT t.temporary AND t.estimated_size > 0
-          AND NOT EXISTS (SELECT 1 FROM duckdb_constraints() c
-                          WHERE c.database_name = t.database_name AND c.schema_name = t.schema_name
-                            AND c.table_name = t.table_name)
-          AND NOT EXISTS (SELECT 1 FROM duckdb_indexes() i
-                          WHERE i.database_name = t.database_name AND i.schema_name = t.schema_name
-                            AND i.table_name = t.table_name)
-          AND NOT EXISTS (SELECT 1 FROM duckdb_columns() d
-                          WHERE d.database_name = t.database_name AND d.schema_name = t.schema_name
-                            AND d.table_name = t.table_name AND d.column_default IS NOT NULL)
         ORDER BY t.schema_name, t.table_name
         """
     ).fetchall()
-    out = []
-    for schema, name, size in stored:
-        table = f'{schema}."{name}"'
-        live = int(scalar(con, f"SELECT count(*) FROM {table}"))
-        if size - live > share * live:
-            out.append((f"{schema}.{name}", live, size - live))
-    return out
+    if not stored:
+        return []
+    live = con.execute(
+        " UNION ALL ".join(
+            f'SELECT {i} AS i, count(*) AS n FROM {schema}."{name}"'
+            for i, (schema, name, _) in enumerate(stored)
+        )
+        + " ORDER BY i"
+    ).fetchall()
+    return [
+        (f"{schema}.{name}", n, size - n)
+        for (schema, name, size), (_, n) in zip(stored, live, strict=True)
+        if size - n > share * n
+    ]
 
 
 def compact(con: duckdb.DuckDBPyConnection, qualified: str) -> None:
