@@ -14,7 +14,7 @@ from tradingmem_assets.defs.evaluation.invariants import (
     VALIDATED_COLUMNS,
     validate_runs,
 )
-from tradingmem_assets.lib.validation import buckets, validate
+from tradingmem_assets.lib.validation import buckets, validate, validate_beside
 
 T = datetime(2024, 1, 2, tzinfo=UTC)
 
@@ -35,6 +35,9 @@ def _runs(n_decisions: int) -> pl.DataFrame:
                     "promoted_at": T if version == 1 else None,
                     "created_at": T,
                     "known_at": T if version == 1 else None,
+                    "raw_return": 0.01 * d if version == 1 else None,
+                    "benchmark_return": 0.005 if version == 1 else None,
+                    "excess_return": 0.01 * d - 0.005 if version == 1 else None,
                 }
             )
     return pl.DataFrame(rows).cast({"run_version": pl.Int64})
@@ -47,6 +50,7 @@ TAMPERS = {
     "an unknown status": "UPDATE runs SET status = 'graded' WHERE run_id = 'er_0019_1'",
     "a duplicate version": "UPDATE runs SET run_version = 1, status = 'complete', known_at = created_at "
     "WHERE run_id = 'er_0023_0'",
+    "an excess return edited by hand": "UPDATE runs SET excess_return = 0.5 WHERE run_id = 'er_0011_1'",
 }
 
 
@@ -102,9 +106,8 @@ def test_an_empty_table_is_one_empty_frame_with_its_types():
 
 
 def test_the_connection_works_beside_the_validation_and_an_error_there_waits_for_it(tmp_path, monkeypatch):
-    """The evaluation appends its components on the connection while Pandera reads the buckets."""
+    """The connection finds the shared run ids while Pandera reads the buckets in another thread."""
     monkeypatch.setattr(tempfile, "tempdir", str(tmp_path))
-    monkeypatch.setattr(invariants, "BUCKET_ROWS", 7)
     con = duckdb.connect()
     con.execute("SET TimeZone = 'UTC'")
     con.register("frame", _runs(40))
@@ -116,14 +119,16 @@ def test_the_connection_works_beside_the_validation_and_an_error_there_waits_for
         con.execute("CREATE TABLE beside AS SELECT count(*) AS n FROM runs")
         beside.append(threading.current_thread() is threading.main_thread())
 
-    validation, rows = validate_runs(con, "runs", meanwhile=meanwhile)
+    with buckets(con, "runs", VALIDATED_COLUMNS, "decision_id", 7) as read:
+        validation, rows = validate_beside(EVALUATION_RUNS_INVARIANTS, read, meanwhile)
     assert rows == 80 and beside == [True]
     assert "at_most_one_primary_per_decision" in validation.failure_cases.get_column("check").to_list()
     assert con.execute("SELECT n FROM beside").fetchall() == [(80,)]
 
     def fails():
-        raise RuntimeError("the components could not be written")
+        raise RuntimeError("the connection's work failed")
 
-    with pytest.raises(RuntimeError, match="components"):
-        validate_runs(con, "runs", meanwhile=fails)
+    with pytest.raises(RuntimeError, match="work failed"):
+        with buckets(con, "runs", VALIDATED_COLUMNS, "decision_id", 7) as read:
+            validate_beside(EVALUATION_RUNS_INVARIANTS, read, fails)
     assert list(tmp_path.iterdir()) == []  # the validation ended and its scratch files are gone

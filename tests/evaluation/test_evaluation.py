@@ -4,6 +4,7 @@ import hashlib
 import math
 from importlib.resources import files
 
+import duckdb
 import pandera.polars as pa
 import polars as pl
 import pytest
@@ -409,3 +410,25 @@ def test_runs_breaking_an_invariant_are_validated_as_written_and_rolled_back(wor
     assert checks["evaluation_runs_invariants"] is False
     for table, rows in before.items():
         assert rows.height > 0 and world.query(f"SELECT * FROM {table} ORDER BY ALL").equals(rows), table
+
+
+def test_the_components_are_a_view_of_the_runs_replacing_a_table_an_earlier_version_stored(world: World):
+    trade_world(world)
+    world.materialize(LANDING + EVAL)
+    components = world.query("SELECT * FROM evaluation_components ORDER BY run_id, component")
+    assert components.height == 8 * world.rows("SELECT count(*) FROM evaluation_runs")[0][0]
+    # an earlier version's warehouse: the same rows in a table of that name
+    con = duckdb.connect(str(world.db))
+    try:
+        con.execute("CREATE TABLE _held AS SELECT * FROM main.evaluation_components")
+        con.execute("DROP VIEW main.evaluation_components")
+        con.execute("CREATE TABLE main.evaluation_components AS SELECT * FROM _held")
+        con.execute("DROP TABLE _held")
+    finally:
+        con.close()
+    world.materialize(LANDING + EVAL)
+    kinds = world.rows(
+        "SELECT table_type FROM information_schema.tables WHERE table_name = 'evaluation_components'"
+    )
+    assert kinds == [("VIEW",)]
+    assert world.query("SELECT * FROM evaluation_components ORDER BY run_id, component").equals(components)

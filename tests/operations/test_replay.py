@@ -88,6 +88,20 @@ def test_a_changed_landing_file_a_later_as_of_or_a_hand_edit_is_computed_again(w
         con.execute(f"DELETE FROM {tables.EVALUATION_PRIMARIES} WHERE rowid = 0")
     deleted = _run(instance, world)
     assert not _observations(instance, deleted.run_id)
+    with duckdb.connect(str(world / "w.duckdb")) as con:  # a view's definition replaced by hand
+        con.execute(
+            f"CREATE OR REPLACE VIEW {tables.EVALUATION_COMPONENTS} AS SELECT run_id, "
+            f"'excess_return' AS component, 0.0::DOUBLE AS value, 'ok' AS quality_flag "
+            f"FROM {tables.EVALUATION_RUNS}"
+        )
+    redefined = _run(instance, world)
+    assert not _observations(instance, redefined.run_id)
+    with duckdb.connect(str(world / "w.duckdb"), read_only=True) as con:
+        [(runs, components)] = con.execute(
+            f"SELECT (SELECT count(*) FROM {tables.EVALUATION_RUNS}), "
+            f"(SELECT count(*) FROM {tables.EVALUATION_COMPONENTS})"
+        ).fetchall()
+    assert runs > 0 and components == 8 * runs  # the evaluation defined it again
     later = _run(instance, world, as_of="2024-07-02T00:00:00Z")
     assert not _observations(instance, later.run_id)
     (world / "landing" / "trade_fills.parquet").write_bytes(

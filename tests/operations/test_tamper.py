@@ -67,6 +67,11 @@ def test_every_stored_check_passes_on_an_untouched_warehouse(built):
             ("evaluation_runs", "stored_evaluation_runs_invariants"),
         ),
         (
+            "UPDATE main.evaluation_runs SET excess_return = excess_return + 0.5 WHERE run_id = ("
+            "SELECT min(run_id) FROM main.evaluation_runs WHERE status = 'complete')",
+            ("evaluation_runs", "stored_evaluation_runs_invariants"),
+        ),
+        (
             "INSERT INTO main.role_cases SELECT * FROM main.role_cases LIMIT 1",
             ("role_cases", "role_cases_invariants"),
         ),
@@ -76,6 +81,7 @@ def test_every_stored_check_passes_on_an_untouched_warehouse(built):
         "investor_type_overwritten",
         "a_field_without_basis",
         "second_primary_run",
+        "excess_return_edited",
         "duplicate_case",
     ],
 )

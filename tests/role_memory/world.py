@@ -14,11 +14,8 @@ from datetime import UTC, datetime, timedelta
 import duckdb
 import polars as pl
 
-from tradingmem_assets.defs.evaluation.scoring import (
-    EVALUATION_COMPONENTS_DTYPES,
-    EVALUATION_RUNS_DTYPES,
-    run_id_for,
-)
+from tradingmem_assets.defs.evaluation.components import create_components_view
+from tradingmem_assets.defs.evaluation.scoring import EVALUATION_RUNS_DTYPES, run_id_for
 from tradingmem_assets.defs.landing.invariants import LANDING_TABLES
 
 SYMBOL = "AAA"
@@ -223,42 +220,25 @@ class Chain:
 
 def load_runs(con: duckdb.DuckDBPyConnection, runs: list[dict]) -> None:
     """Hand-made primary evaluation runs: dicts with decision_id, execution_id, status, excess, volatility."""
-    rows, comps = [], []
-    for r in runs:
-        run_id = run_id_for(r["decision_id"], r.get("profile_id", "abs_7d"), 1)
-        rows.append(
-            {
-                "run_id": run_id,
-                "decision_id": r["decision_id"],
-                "execution_id": r["execution_id"],
-                "profile_id": r.get("profile_id", "abs_7d"),
-                "run_version": 1,
-                "inputs_hash": "0" * 64,
-                "status": r.get("status", "complete"),
-                "is_primary": r.get("is_primary", True),
-                "promoted_at": AS_OF,
-                "created_at": AS_OF,
-            }
-        )
-        comps.append(
-            {"run_id": run_id, "component": "excess_return", "value": r.get("excess"), "quality_flag": "ok"}
-        )
-        comps.append(
-            {"run_id": run_id, "component": "volatility", "value": r.get("volatility"), "quality_flag": "ok"}
-        )
-    runs_frame = (
-        pl.DataFrame(rows, schema=EVALUATION_RUNS_DTYPES, orient="row")
-        if rows
-        else pl.DataFrame(schema=EVALUATION_RUNS_DTYPES)
-    )
-    comps_frame = (
-        pl.DataFrame(comps, schema=EVALUATION_COMPONENTS_DTYPES, orient="row")
-        if comps
-        else pl.DataFrame(schema=EVALUATION_COMPONENTS_DTYPES)
-    )
+    rows = [
+        {
+            "run_id": run_id_for(r["decision_id"], r.get("profile_id", "abs_7d"), 1),
+            "decision_id": r["decision_id"],
+            "execution_id": r["execution_id"],
+            "profile_id": r.get("profile_id", "abs_7d"),
+            "run_version": 1,
+            "inputs_hash": "0" * 64,
+            "status": r.get("status", "complete"),
+            "is_primary": r.get("is_primary", True),
+            "promoted_at": AS_OF,
+            "created_at": AS_OF,
+            "excess_return": r.get("excess"),
+            "volatility": r.get("volatility"),
+        }
+        for r in runs
+    ]
+    runs_frame = pl.DataFrame(rows or None, schema=EVALUATION_RUNS_DTYPES, orient="row")
     con.register("_r", runs_frame)
     con.execute("CREATE OR REPLACE TABLE main.evaluation_runs AS SELECT * FROM _r")
     con.unregister("_r")
-    con.register("_c", comps_frame)
-    con.execute("CREATE OR REPLACE TABLE main.evaluation_components AS SELECT * FROM _c")
-    con.unregister("_c")
+    create_components_view(con)

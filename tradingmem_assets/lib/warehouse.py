@@ -149,6 +149,18 @@ def table_exists(con: duckdb.DuckDBPyConnection, qualified: str) -> bool:
     )
 
 
+def is_view(con: duckdb.DuckDBPyConnection, qualified: str) -> bool:
+    schema, _, name = qualified.rpartition(".")
+    return bool(
+        scalar(
+            con,
+            "SELECT count(*) FROM information_schema.tables "
+            "WHERE table_schema = ? AND table_name = ? AND table_type = 'VIEW'",
+            [schema or "main", name],
+        )
+    )
+
+
 def md5_lower_sql(expr: str) -> str:
     """The UBIGINT ``md5_number_lower(expr)`` gives, by a shift. In DuckDB 2 that function is a
     macro that writes the 128-bit number as a string of 128 bits and reads its first 64 back,

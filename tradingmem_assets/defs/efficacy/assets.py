@@ -26,7 +26,6 @@ EFFICACY_INPUTS = [
     "role_reflections",
     "evaluation_runs",
     "evaluation_primaries",
-    "evaluation_components",
     "methodologies",
     "methodology_lifecycle_events",
     "methodology_cases",

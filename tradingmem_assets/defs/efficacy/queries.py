@@ -50,7 +50,6 @@ INPUT_TABLES = (
     raw_table("benchmark_profiles"),
     raw_table("institution_runs"),
     tables.EVALUATION_RUNS,
-    tables.EVALUATION_COMPONENTS,
     tables.EVALUATION_PRIMARIES,
     tables.ROLE_CASES,
     tables.ROLE_REFLECTIONS,
@@ -73,8 +72,8 @@ pos AS (  -- executions whose every position is closed at as_of
                     AND closed_at IS NOT NULL AND closed_at <= $as_of)
 ),
 decided AS (  -- eligible decisions with the outcome of their primary complete run at as_of
-    SELECT rc.role_id, rc.symbol, d.decided_at, ex.value AS excess,
-           {outcome_sql("ex.value", "ro.noise_k * vol.value * sqrt(p.horizon_days)")} AS outcome
+    SELECT rc.role_id, rc.symbol, d.decided_at, r.excess_return AS excess,
+           {outcome_sql("r.excess_return", "ro.noise_k * r.volatility * sqrt(p.horizon_days)")} AS outcome
     FROM {tables.ROLE_CASES} rc
     JOIN {ROLES_VIEW} ro ON ro.role_id = rc.role_id
     JOIN {raw_table("trading_decisions")} d ON d.decision_id = rc.decision_id AND d.decided_at <= $as_of
@@ -83,8 +82,6 @@ decided AS (  -- eligible decisions with the outcome of their primary complete r
          AND ep.primary_from <= $as_of AND (ep.primary_until IS NULL OR ep.primary_until > $as_of)
     JOIN {tables.EVALUATION_RUNS} r ON r.run_id = ep.run_id AND r.status = 'complete' AND r.known_at <= $as_of
     JOIN {raw_table("benchmark_profiles")} p ON p.profile_id = r.profile_id
-    LEFT JOIN {tables.EVALUATION_COMPONENTS} ex ON ex.run_id = r.run_id AND ex.component = 'excess_return'
-    LEFT JOIN {tables.EVALUATION_COMPONENTS} vol ON vol.run_id = r.run_id AND vol.component = 'volatility'
     WHERE {chain_eligible_sql("rc")}
 ),
 scored AS (SELECT * FROM decided WHERE outcome IS NOT NULL),

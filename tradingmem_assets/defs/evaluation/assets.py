@@ -4,14 +4,9 @@ import dagster as dg
 import polars as pl
 
 from tradingmem_assets.defs.evaluation import incremental
+from tradingmem_assets.defs.evaluation.components import COMPONENTS, create_components_view
 from tradingmem_assets.defs.evaluation.invariants import validate_runs
-from tradingmem_assets.defs.evaluation.scoring import (
-    COMPONENTS,
-    EvaluationConfigError,
-    append_components,
-    check_primary_profiles,
-    evaluate,
-)
+from tradingmem_assets.defs.evaluation.scoring import EvaluationConfigError, check_primary_profiles, evaluate
 from tradingmem_assets.defs.operations.ledger import learning_bound
 from tradingmem_assets.defs.resources import WarehouseResource
 from tradingmem_assets.lib import tables
@@ -87,14 +82,9 @@ def evaluation(context: dg.AssetExecutionContext, warehouse: WarehouseResource):
         # validated as written, before COMMIT: a broken invariant rolls the write back
         with transaction(con):
             written = incremental.write_runs(con, incremental=since is not None)
-            # incremental: the rest of the table is as the last successful run left it, validated;
-            # the components are appended while Pandera validates the runs (rolled back with them)
-            validation, _ = validate_runs(
-                con,
-                written,
-                None if since is None else tables.EVALUATION_RUNS,
-                meanwhile=lambda: append_components(con),
-            )
+            create_components_view(con)
+            # incremental: the rest of the table is as the last successful run left it, validated
+            validation, _ = validate_runs(con, written, None if since is None else tables.EVALUATION_RUNS)
             yield from refuse_write(
                 validation, "evaluation_runs", [(RUNS_INVARIANTS_CHECK, "evaluation_runs")]
             )
@@ -120,7 +110,6 @@ def evaluation(context: dg.AssetExecutionContext, warehouse: WarehouseResource):
         status_counts = {status: n for status, n, _ in by_status}
         run_rows, primary_runs = sum(status_counts.values()), sum(p for _, _, p in by_status)
         primaries = scalar(con, f"SELECT count(*) FROM {tables.EVALUATION_PRIMARIES}")
-        total_components = scalar(con, "SELECT count(*) FROM main.evaluation_components")
         orphans = scalar(
             con,
             "SELECT count(*) FROM raw.evaluation_promotions p ANTI JOIN main.evaluation_runs r "
@@ -155,7 +144,7 @@ def evaluation(context: dg.AssetExecutionContext, warehouse: WarehouseResource):
     yield dg.MaterializeResult(
         asset_key="evaluation_components",
         metadata={
-            **table_metadata(tables.EVALUATION_COMPONENTS, row_count=total_components),
+            **table_metadata(tables.EVALUATION_COMPONENTS, row_count=run_rows * len(COMPONENTS)),
             "appended_rows": appended * len(COMPONENTS),
         },
     )

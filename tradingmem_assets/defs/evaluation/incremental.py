@@ -30,7 +30,8 @@ VISIBLE_BY = {
 EVALUATION_VISIBLE = {
     table: visible_rows(tables.raw_table(table), column) for table, column in VISIBLE_BY.items()
 }
-EVALUATION_TABLES = (tables.EVALUATION_RUNS, tables.EVALUATION_PRIMARIES, tables.EVALUATION_COMPONENTS)
+# the tables it writes (evaluation_components is a view of the runs)
+EVALUATION_TABLES = (tables.EVALUATION_RUNS, tables.EVALUATION_PRIMARIES)
 WRITTEN = "_ev_written"  # the runs an incremental evaluation wrote (the touched decisions')
 
 

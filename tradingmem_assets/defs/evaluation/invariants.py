@@ -18,8 +18,8 @@ from tradingmem_assets.lib.vocabulary import EVALUATION_STATUSES
 
 # Every column but the 64-hex inputs_hash (sha256 output by construction) is validated by Pandera.
 VALIDATED_COLUMNS = (
-    "run_id, decision_id, execution_id, profile_id, run_version, status, is_primary, promoted_at, created_at, "
-    "known_at"
+    "run_id, decision_id, execution_id, profile_id, run_version, status, is_primary, promoted_at, "
+    "created_at, known_at, raw_return, benchmark_return, excess_return"
 )
 # rows of one validation bucket: at SF 10 the 5.8 million runs are validated in six buckets
 BUCKET_ROWS = 1_000_000
@@ -54,6 +54,20 @@ def _known_once_settled(data: pa.PolarsData) -> pl.LazyFrame:
     )
 
 
+@rule(EVALUATION_RUNS_RULES, "excess_return_is_raw_minus_benchmark")
+def _excess_is_raw_minus_benchmark(data: pa.PolarsData) -> pl.LazyFrame:
+    # computed as that difference in SQL: the same doubles, exactly (null when a side is missing)
+    difference = pl.col("raw_return") - pl.col("benchmark_return")
+    return data.lazyframe.select(
+        (
+            pl.col("excess_return").eq_missing(difference)
+            | (pl.col("excess_return") - difference).abs().le(1e-12)
+        )
+        .fill_null(False)
+        .alias("ok")
+    )
+
+
 EVALUATION_RUNS_INVARIANTS = pa.DataFrameSchema(
     {
         "run_id": pa.Column(pl.String, unique=True),
@@ -66,6 +80,9 @@ EVALUATION_RUNS_INVARIANTS = pa.DataFrameSchema(
         "promoted_at": pa.Column(pl.Datetime("us", "UTC"), nullable=True),
         "created_at": pa.Column(pl.Datetime("us", "UTC")),
         "known_at": pa.Column(pl.Datetime("us", "UTC"), nullable=True),
+        "raw_return": pa.Column(pl.Float64, nullable=True),
+        "benchmark_return": pa.Column(pl.Float64, nullable=True),
+        "excess_return": pa.Column(pl.Float64, nullable=True),
     },
     name="evaluation_runs",
     unique=["decision_id", "profile_id", "run_version"],
@@ -74,10 +91,7 @@ EVALUATION_RUNS_INVARIANTS = pa.DataFrameSchema(
 
 
 def validate_runs(
-    con: duckdb.DuckDBPyConnection,
-    relation: str,
-    stored: str | None = None,
-    meanwhile: Callable[[], None] = lambda: None,
+    con: duckdb.DuckDBPyConnection, relation: str, stored: str | None = None
 ) -> tuple[Validation, int]:
     """Every invariant over ``relation`` (a run table), one decision bucket in Python at a time
     (each rule is per run or per decision; run ids shared across decisions are found in SQL), and
@@ -85,9 +99,7 @@ def validate_runs(
     place of every run of their decisions): a run id of theirs that a run of another decision
     there also has is a failure too, so a table valid before stays valid as a whole.
 
-    Pandera reads the buckets in a second thread while the connection finds the shared run ids,
-    then runs ``meanwhile`` (the evaluation appends the components then, in the same transaction:
-    a failure rolls them back with the runs)."""
+    Pandera reads the buckets in a second thread while the connection finds the shared run ids."""
     shared = []
 
     def on_the_connection() -> None:
@@ -97,7 +109,6 @@ def validate_runs(
                 f"(SELECT run_id, decision_id FROM {stored} WHERE run_id IN (SELECT run_id FROM {relation}))"
             )
             shared.append(shared_across_buckets(con, sharing, "run_id", "decision_id"))
-        meanwhile()
 
     with buckets(con, relation, VALIDATED_COLUMNS, "decision_id", BUCKET_ROWS) as frames:
         validation, rows = validate_beside(EVALUATION_RUNS_INVARIANTS, frames, on_the_connection)

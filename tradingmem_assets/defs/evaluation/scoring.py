@@ -49,17 +49,6 @@ from tradingmem_assets.lib import tables
 from tradingmem_assets.lib.columns import table_dtypes
 from tradingmem_assets.lib.warehouse import md5_lower_sql, run_script, table_exists
 
-COMPONENTS = (
-    "entry_price",
-    "exit_price",
-    "raw_return",
-    "benchmark_return",
-    "excess_return",
-    "volatility",
-    "coverage",
-    "missing_bars",
-)
-
 EVALUATION_RUNS_DTYPES = table_dtypes(tables.EVALUATION_RUNS)
 EVALUATION_PRIMARIES_DTYPES = table_dtypes(tables.EVALUATION_PRIMARIES)
 EVALUATION_COMPONENTS_DTYPES = table_dtypes(tables.EVALUATION_COMPONENTS)
@@ -153,8 +142,9 @@ scored AS (
 SELECT s.gid, s.known_at,
        s.state_vwap AS entry_price, s.exit_price, s.raw_return, s.benchmark_return,
        s.raw_return - s.benchmark_return AS excess_return,
-       s.vol30 AS volatility, s.vol_n < 29 AS short_history, s.coverage, s.missing_bars, s.benchmark_missing,
-       s.benchmark_symbol IS NULL AS absolute, s.coverage < s.min_coverage AS below_min_coverage,
+       s.vol30 AS volatility, s.coverage, s.missing_bars::BIGINT AS missing_bars, s.vol_n < 29 AS short_history,
+       s.benchmark_missing, s.benchmark_symbol IS NULL AS benchmark_absolute,
+       s.coverage < s.min_coverage AS below_min_coverage,
        CASE
            WHEN s.state_vwap IS NULL OR s.exit_price IS NULL OR s.coverage < s.min_coverage OR s.benchmark_missing
                THEN 'insufficient_data'
@@ -316,38 +306,6 @@ DROP TABLE _ev_bars
 """,
 )
 
-COMPONENTS_SQL = """
-SELECT f.run_id, c.component,
-       CASE c.component
-           WHEN 'volatility' THEN f.volatility
-           ELSE CASE WHEN NOT f.is_pending THEN CASE c.component
-               WHEN 'entry_price' THEN f.entry_price
-               WHEN 'exit_price' THEN f.exit_price
-               WHEN 'raw_return' THEN f.raw_return
-               WHEN 'benchmark_return' THEN f.benchmark_return
-               WHEN 'excess_return' THEN f.excess_return
-               WHEN 'coverage' THEN f.coverage
-               WHEN 'missing_bars' THEN f.missing_bars::DOUBLE END END
-       END AS value,
-       CASE
-           WHEN c.component = 'volatility' THEN CASE WHEN f.volatility IS NULL THEN 'missing'
-                                                    WHEN f.short_history THEN 'short_history' ELSE 'ok' END
-           WHEN f.is_pending THEN 'window_open'
-           WHEN c.component = 'entry_price' THEN CASE WHEN f.entry_price IS NULL THEN 'missing' ELSE 'ok' END
-           WHEN c.component = 'exit_price' THEN CASE WHEN f.exit_price IS NULL THEN 'missing' ELSE 'ok' END
-           WHEN c.component = 'raw_return' THEN
-               CASE WHEN f.entry_price IS NULL OR f.exit_price IS NULL THEN 'missing' ELSE 'ok' END
-           WHEN c.component = 'benchmark_return' THEN
-               CASE WHEN f.absolute THEN 'absolute' WHEN f.benchmark_missing THEN 'missing' ELSE 'ok' END
-           WHEN c.component = 'excess_return' THEN
-               CASE WHEN f.entry_price IS NULL OR f.exit_price IS NULL OR f.benchmark_missing THEN 'missing' ELSE 'ok' END
-           WHEN c.component = 'coverage' THEN
-               CASE WHEN f.below_min_coverage THEN 'below_min_coverage' ELSE 'ok' END
-           ELSE CASE WHEN f.missing_bars > 0 THEN 'missing' ELSE 'ok' END
-       END AS quality_flag
-FROM _ev_fresh f CROSS JOIN (SELECT unnest($components::VARCHAR[]) AS component) c
-"""
-
 
 def evaluate(
     con: duckdb.DuckDBPyConnection,
@@ -389,12 +347,3 @@ def evaluate(
         con.unregister("_ev_empty")
     for statement in (*_PIPELINE_SQL, FRESH_SQL, FRESH_TABLE_SQL, PRIMARIES_SQL, ALL_RUNS_SQL):
         run_script(con, statement, params)
-
-
-def append_components(con: duckdb.DuckDBPyConnection) -> None:
-    """Append the components of ``_ev_fresh`` to ``main.evaluation_components`` (call in a transaction)."""
-    params = {"components": list(COMPONENTS)}
-    if not table_exists(con, tables.EVALUATION_COMPONENTS):
-        con.execute(f"CREATE TABLE main.evaluation_components AS {COMPONENTS_SQL}", params).fetchall()
-    else:
-        con.execute(f"INSERT INTO main.evaluation_components {COMPONENTS_SQL}", params).fetchall()

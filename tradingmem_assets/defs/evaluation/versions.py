@@ -6,6 +6,24 @@ append, the only measured rows kept), ``_ev_primaries`` (every interval a run wa
 ``_ev_all`` (every run with its primary flag as of the run).
 """
 
+# What a run stores of its measurement (the columns of ``evaluation_runs`` after ``known_at``): the
+# components' values and the flags their quality flags follow from (``scoring.COMPONENTS_SQL``).
+MEASURED_COLUMNS = (
+    "entry_price",
+    "exit_price",
+    "raw_return",
+    "benchmark_return",
+    "excess_return",
+    "volatility",
+    "coverage",
+    "missing_bars",
+    "short_history",
+    "benchmark_missing",
+    "benchmark_absolute",
+    "below_min_coverage",
+)
+_MEASURED = ", ".join(MEASURED_COLUMNS)
+
 # Version 0 once per (decision, profile); a settled state when no stored version has its hash,
 # numbered after the stored versions in the order the states became knowable. Decided on narrow
 # keys (the measured rows are wide: sorting them would carry every column); gid (one per decision
@@ -39,7 +57,7 @@ FROM candidates c LEFT JOIN latest l USING (gid)
 # spill them. The settled and the open-window versions are kept apart (an open window has no
 # measured price: its columns would be nulls taking room), and ``_ev_fresh`` shows them as one.
 # Their strings are joined from ``_ev_keys`` where they are written.
-FRESH_TABLE_SQL = """
+FRESH_TABLE_SQL = f"""
 CREATE OR REPLACE TEMP TABLE _ev_fresh_settled AS
 SELECT m.* REPLACE (n.known_at AS known_at), n.run_version,
        'er_' || left(sha256(k.decision_id || '|' || k.profile_id || '|' || n.run_version::VARCHAR), 16)
@@ -56,13 +74,11 @@ DROP TABLE _ev_fresh_keys;
 DROP TABLE _ev_measured;
 DROP TABLE _ev_pending;
 CREATE OR REPLACE TEMP VIEW _ev_fresh AS
-SELECT gid, run_id, run_version, false AS is_pending, status, inputs_hash, known_at, created_at,
-       entry_price, exit_price, raw_return, benchmark_return, excess_return, volatility, short_history,
-       coverage, missing_bars, benchmark_missing, absolute, below_min_coverage
+SELECT gid, run_id, run_version, status, inputs_hash, known_at, created_at, {_MEASURED}
 FROM _ev_fresh_settled
 UNION ALL
-SELECT gid, run_id, 0, true, 'pending', inputs_hash, NULL, created_at,
-       NULL, NULL, NULL, NULL, NULL, volatility, short_history, NULL, NULL, NULL, NULL, NULL
+SELECT gid, run_id, 0, 'pending', inputs_hash, NULL, created_at,
+       NULL, NULL, NULL, NULL, NULL, volatility, NULL, NULL, short_history, NULL, NULL, NULL
 FROM _ev_fresh_pending
 """
 
@@ -129,17 +145,19 @@ QUALIFY primary_until IS NULL OR primary_until > primary_from
 
 # All runs with is_primary / promoted_at as of this run (the open primary interval): a view, so a
 # full build writes the stored table straight from it (incremental.write_runs).
-ALL_RUNS_SQL = """
+ALL_RUNS_SQL = f"""
 CREATE OR REPLACE TEMP VIEW _ev_all AS
 WITH runs AS (
-    SELECT run_id, decision_id, execution_id, profile_id, run_version, inputs_hash, status, known_at, created_at
+    SELECT run_id, decision_id, execution_id, profile_id, run_version, inputs_hash, status, known_at,
+           created_at, {_MEASURED}
     FROM _ev_previous
     UNION ALL
     SELECT f.run_id, k.decision_id, k.execution_id, k.profile_id, f.run_version, f.inputs_hash, f.status,
-           f.known_at, f.created_at
+           f.known_at, f.created_at, {", ".join(f"f.{c}" for c in MEASURED_COLUMNS)}
     FROM _ev_fresh f JOIN _ev_keys k USING (gid)
 )
 SELECT r.run_id, r.decision_id, r.execution_id, r.profile_id, r.run_version, r.inputs_hash, r.status,
-       p.run_id IS NOT NULL AS is_primary, p.primary_from AS promoted_at, r.created_at, r.known_at
+       p.run_id IS NOT NULL AS is_primary, p.primary_from AS promoted_at, r.created_at, r.known_at,
+       {_MEASURED}
 FROM runs r LEFT JOIN _ev_primaries p ON p.run_id = r.run_id AND p.primary_until IS NULL
 """

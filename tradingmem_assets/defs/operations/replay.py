@@ -168,19 +168,33 @@ def _derived_tables(con: duckdb.DuckDBPyConnection) -> list[str]:
     ]
 
 
+def _derived_views(con: duckdb.DuckDBPyConnection) -> dict[str, str]:
+    """Every view a main job run defines (``evaluation_components``), by name: its definition's
+    digest (its rows are its tables', which are hashed)."""
+    return {
+        f"{schema}.{name}": "view:" + hashlib.sha256(sql.encode()).hexdigest()
+        for schema, name, sql in con.execute(
+            "SELECT schema_name, view_name, sql FROM duckdb_views() WHERE database_name = current_database() "
+            "AND NOT internal AND schema_name IN ('main', 'raw') ORDER BY 1, 2"
+        ).fetchall()
+    }
+
+
 def table_contents(
     con: duckdb.DuckDBPyConnection, digests: RunDigests | None = None, only: Iterable[str] | None = None
 ) -> dict[str, str]:
     """A digest of every derived table's rows (``rows_digest``: row count and sum of row hashes), by
-    name; ``digests``: those the run already knows; ``only``: of these tables alone (those of them
-    that exist). Never a storage layout: DuckDB reuses freed blocks, so two hand edits can leave
-    another content with the same ``pragma_storage_info``. 4-7 s at SF 10, hashing in DuckDB."""
+    name, and of every view's definition; ``digests``: those the run already knows; ``only``: of
+    these tables alone (those of them that exist). Never a storage layout: DuckDB reuses freed
+    blocks, so two hand edits can leave another content with the same ``pragma_storage_info``.
+    4-7 s at SF 10, hashing in DuckDB."""
     digest_of = rows_digest if digests is None else digests.of
-    names = _derived_tables(con)
-    if only is not None:
-        wanted = set(only)
-        names = [name for name in names if name in wanted]
-    return {name: digest_of(con, name) for name in names}
+    wanted = None if only is None else set(only)
+    contents = {
+        name: digest_of(con, name) for name in _derived_tables(con) if wanted is None or name in wanted
+    }
+    views = _derived_views(con)
+    return contents | {name: views[name] for name in views if wanted is None or name in wanted}
 
 
 def contents_fingerprint(contents: dict[str, str]) -> str:

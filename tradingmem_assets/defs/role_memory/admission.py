@@ -77,10 +77,9 @@ _EMPTY_RUNS_DTYPES = pl.Schema(
         "status": pl.String(),
         "is_primary": pl.Boolean(),
         "known_at": UTC_TS,
+        "volatility": pl.Float64(),
+        "excess_return": pl.Float64(),
     }
-)
-_EMPTY_COMPONENTS_DTYPES = pl.Schema(
-    {"run_id": pl.String(), "component": pl.String(), "value": pl.Float64(), "quality_flag": pl.String()}
 )
 
 
@@ -161,8 +160,8 @@ def admitted_cases(
     """Admit every decision that names a role (only those of the table ``touched``, when given: an
     incremental run): yields the temp view ``ADMITTED`` of the cases, for the block.
 
-    ``con`` exposes the raw landing tables and (when materialized) ``main.evaluation_runs`` /
-    ``main.evaluation_components``; ``registry`` is ``registry_frame(...)``. The view has the
+    ``con`` exposes the raw landing tables and (when materialized) ``main.evaluation_runs``;
+    ``registry`` is ``registry_frame(...)``. The view has the
     ``ROLE_CASES_DTYPES`` columns but ``updated_at``, in no particular order, with provenance as a
     struct: ``write_cases`` stamps, encodes and writes them, reading it once (every read computes
     the cases from the admission's stages again). The stages are dropped when the block ends.
@@ -178,10 +177,7 @@ def admitted_cases(
         with (
             _exposed(
                 con,
-                {
-                    "_tm_runs": (tables.EVALUATION_RUNS, _EMPTY_RUNS_DTYPES),
-                    "_tm_components": (tables.EVALUATION_COMPONENTS, _EMPTY_COMPONENTS_DTYPES),
-                },
+                {"_tm_runs": (tables.EVALUATION_RUNS, _EMPTY_RUNS_DTYPES)},
             ),
             staged(con, script, {"as_of": as_of}),
         ):

@@ -129,24 +129,13 @@ SELECT decision_id,
        list_sort(list({_EXECUTION})) AS executions
 FROM _adm_links WHERE n_consumptions > 1 GROUP BY decision_id;
 
--- only the primary runs' two measured components are read (a run has one row per component)
+-- the primary runs, with the two measured numbers an outcome reads
 CREATE OR REPLACE TEMP TABLE _adm_runs AS
-WITH primary_runs AS (
-    SELECT decision_id, run_id, execution_id, profile_id, run_version, status, known_at
-    FROM _tm_runs r WHERE r.is_primary AND {{runs}}
-),
-measured AS (
-    SELECT run_id,
-           any_value(value) FILTER (WHERE component = 'volatility') AS volatility,
-           any_value(value) FILTER (WHERE component = 'excess_return') AS excess_return
-    FROM _tm_components SEMI JOIN primary_runs USING (run_id)
-    WHERE component IN ('volatility', 'excess_return')
-    GROUP BY run_id
-)
-SELECT r.*, p.horizon_days, m.volatility, m.excess_return
-FROM primary_runs r
+SELECT r.decision_id, r.run_id, r.execution_id, r.profile_id, r.run_version, r.status, r.known_at,
+       p.horizon_days, r.volatility, r.excess_return
+FROM _tm_runs r
 LEFT JOIN raw.benchmark_profiles p ON p.profile_id = r.profile_id
-LEFT JOIN measured m ON m.run_id = r.run_id;
+WHERE r.is_primary AND {{runs}};
 
 CREATE OR REPLACE TEMP VIEW {{into}} AS
 WITH assembled AS (

@@ -48,12 +48,11 @@ OFF_MESSAGE = (
 
 ROLE_CASES_INPUTS = [
     raw_key(t) for t in (*tables.EXECUTION_CHAIN, "position_lifecycles", "benchmark_profiles")
-] + ["evaluation_runs", "evaluation_components"]
+] + ["evaluation_runs"]
 ROLE_REFLECTIONS_INPUTS = [
     "role_cases",
     "evaluation_runs",
     "evaluation_primaries",
-    "evaluation_components",
 ] + [
     raw_key(t)
     for t in (
@@ -130,7 +129,7 @@ def role_memory_asset(name: str, *, deps: list, requires: tuple[str, ...], descr
 @role_memory_asset(
     "role_cases",
     deps=ROLE_CASES_INPUTS,
-    requires=(tables.EVALUATION_RUNS, tables.EVALUATION_COMPONENTS),
+    requires=(tables.EVALUATION_RUNS,),
     description="Fail-closed admission of every decision that names a role, with all reasons that apply.",
 )
 def role_cases(context, warehouse, con, registry) -> dg.MaterializeResult:
@@ -216,7 +215,7 @@ def make_reflector(con) -> Reflector:
 @role_memory_asset(
     "role_reflections",
     deps=ROLE_REFLECTIONS_INPUTS,
-    requires=(tables.ROLE_CASES, tables.EVALUATION_RUNS, tables.EVALUATION_COMPONENTS),
+    requires=(tables.ROLE_CASES, tables.EVALUATION_RUNS),
     description="Outcome classification and short role-specific lessons, once per case and primary run.",
 )
 def role_reflections(context, warehouse, con, registry) -> dg.MaterializeResult:
@@ -268,13 +267,8 @@ def role_reflections(context, warehouse, con, registry) -> dg.MaterializeResult:
 
 @role_memory_asset(
     "role_stats",
-    deps=["role_cases", "role_reflections", "evaluation_runs", "evaluation_components"],
-    requires=(
-        tables.ROLE_CASES,
-        tables.ROLE_REFLECTIONS,
-        tables.EVALUATION_RUNS,
-        tables.EVALUATION_COMPONENTS,
-    ),
+    deps=["role_cases", "role_reflections", "evaluation_runs"],
+    requires=(tables.ROLE_CASES, tables.ROLE_REFLECTIONS, tables.EVALUATION_RUNS),
     description="Per role: case counts by status and class, win rate and mean excess return (primary runs).",
 )
 def role_stats_asset(context, warehouse, con, registry) -> dg.MaterializeResult:

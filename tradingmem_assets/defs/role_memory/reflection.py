@@ -141,8 +141,8 @@ REFLECTION_BATCH = "_tm_reflection_batch"
 # later day nearly every pair is, and only the new ones need their run's numbers.
 # Exogenous events are few: each symbol's event times come as one list, tested against the window.
 # The run's numbers are only needed for lessons: ``TRAINABLE_ROWS_SQL`` adds them to trainable rows.
-# In stages (narrow temp tables DuckDB can spill): the (case, run) pairs first, then only their two
-# measured components, then the wide rows; one query over all of it ran out of memory at SF 30.
+# In stages (narrow temp tables DuckDB can spill): the (case, run) pairs with their run's two
+# measured numbers first, then the wide rows; one query over all of it ran out of memory at SF 30.
 INPUTS_SCRIPT = """
 CREATE OR REPLACE TEMP TABLE _rf_pos AS
 SELECT execution_id, max(closed_at) AS closed_at
@@ -156,19 +156,14 @@ SELECT symbol, list(ts) AS ts FROM raw.market_events WHERE exogenous AND ts <= $
 CREATE OR REPLACE TEMP TABLE _rf_pairs AS
 SELECT rc.case_id, rc.decision_id, rc.role_id, rc.symbol, rc.scenario, rc.direction, rc.decision_text,
        ep.run_id, ep.primary_from, ep.primary_until, rc.execution_id, r.known_at AS run_known_at,
-       r.execution_id AS run_execution_id, r.profile_id, {reflected} AS reflected
+       r.execution_id AS run_execution_id, r.profile_id, r.excess_return, r.volatility,
+       {reflected} AS reflected
 FROM main.role_cases rc
 JOIN _tm_roles ro ON ro.role_id = rc.role_id
 JOIN main.evaluation_primaries ep ON ep.decision_id = rc.decision_id
 JOIN main.evaluation_runs r ON r.run_id = ep.run_id AND r.status = 'complete'
 WHERE {chain_eligible}
   AND ($case_id::VARCHAR IS NULL OR (rc.case_id = $case_id AND ep.primary_until IS NULL));
-
-CREATE OR REPLACE TEMP TABLE _rf_components AS
-SELECT c.run_id, c.component, c.value
-FROM main.evaluation_components c SEMI JOIN (SELECT DISTINCT run_id FROM _rf_pairs WHERE NOT reflected) p
-    USING (run_id)
-WHERE c.component IN ('excess_return', 'volatility');
 
 CREATE OR REPLACE TEMP TABLE {into} AS
 WITH base AS (
@@ -178,7 +173,6 @@ WITH base AS (
            p.horizon_days, ro.noise_k, ro.maturity_days, pos.closed_at,
            pos.closed_at + to_days(ro.maturity_days::INTEGER) AS matures_at,
            ro.required_evidence, ro.failure_modes, ro.reflection_prompt,
-           ex.value AS excess_return, vol.value AS volatility,
            coalesce(list_transform(json_extract_string(d.evidence, '$[*]'), lambda x: lower(trim(x))),
                     []::VARCHAR[]) AS evidence,
            ev.ts AS event_times
@@ -187,8 +181,6 @@ WITH base AS (
     JOIN raw.trade_executions e ON e.execution_id = b.run_execution_id
     JOIN raw.benchmark_profiles p ON p.profile_id = b.profile_id
     JOIN raw.trading_decisions d ON d.decision_id = b.decision_id
-    LEFT JOIN _rf_components ex ON ex.run_id = b.run_id AND ex.component = 'excess_return'
-    LEFT JOIN _rf_components vol ON vol.run_id = b.run_id AND vol.component = 'volatility'
     LEFT JOIN _rf_pos pos ON pos.execution_id = b.execution_id
     LEFT JOIN _rf_events ev ON ev.symbol = b.symbol
     WHERE NOT b.reflected

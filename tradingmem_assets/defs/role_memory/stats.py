@@ -50,11 +50,10 @@ scored AS (
            count(*) FILTER (WHERE rc.outcome = 'loss') AS losses,
            count(*) FILTER (WHERE rc.outcome = 'flat') AS flats,
            -- summed in a fixed order (the stored order of the cases): the same mean run after run
-           avg(ex.value ORDER BY rc.symbol, rc.case_id) AS mean_excess_return
+           avg(r.excess_return ORDER BY rc.symbol, rc.case_id) AS mean_excess_return
     FROM main.role_cases rc
     JOIN main.evaluation_runs r ON r.run_id = rc.primary_run_id AND r.is_primary AND r.status = 'complete'
-    JOIN main.evaluation_components ex ON ex.run_id = r.run_id AND ex.component = 'excess_return'
-    WHERE rc.scoring_eligible AND ex.value IS NOT NULL AND rc.outcome IS NOT NULL
+    WHERE rc.scoring_eligible AND r.excess_return IS NOT NULL AND rc.outcome IS NOT NULL
     GROUP BY rc.role_id
 ),
 role_ids AS (
