@@ -1,10 +1,12 @@
-"""The run invariants validated in decision buckets find exactly what one frame of the whole table finds."""
+"""The run invariants validated in decision buckets (run ids in SQL) find exactly what one frame of the whole
+table finds."""
 
 import tempfile
 import threading
 from datetime import UTC, datetime
 
 import duckdb
+import pandera.polars as pa
 import polars as pl
 import pytest
 
@@ -46,6 +48,7 @@ def _runs(n_decisions: int) -> pl.DataFrame:
 TAMPERS = {
     "clean": "SELECT 1",
     "a run id shared by two decisions": "UPDATE runs SET run_id = 'er_0000_1' WHERE run_id = 'er_0031_1'",
+    "a run id repeated within a decision": "UPDATE runs SET run_id = 'er_0003_1' WHERE run_id = 'er_0003_0'",
     "a second primary run": "UPDATE runs SET is_primary = true, promoted_at = created_at WHERE run_id = 'er_0007_0'",
     "an unknown status": "UPDATE runs SET status = 'graded' WHERE run_id = 'er_0019_1'",
     "a duplicate version": "UPDATE runs SET run_version = 1, status = 'complete', known_at = created_at "
@@ -64,7 +67,9 @@ def test_buckets_report_what_one_frame_reports(tamper, monkeypatch):
     monkeypatch.setattr(invariants, "BUCKET_ROWS", 7)  # 80 rows: 12 buckets
 
     bucketed, rows = validate_runs(con, "runs")
-    whole = validate(EVALUATION_RUNS_INVARIANTS, con.sql(f"SELECT {VALIDATED_COLUMNS} FROM runs").pl())
+    # one frame of every run, its run ids checked by Pandera as a unique column
+    schema = EVALUATION_RUNS_INVARIANTS.add_columns({"run_id": pa.Column(pl.String, unique=True)})
+    whole = validate(schema, con.sql(f"SELECT run_id, {VALIDATED_COLUMNS} FROM runs").pl())
 
     assert rows == 80
     assert bucketed.passed == whole.passed == (tamper == "clean")
@@ -106,7 +111,7 @@ def test_an_empty_table_is_one_empty_frame_with_its_types():
 
 
 def test_the_connection_works_beside_the_validation_and_an_error_there_waits_for_it(tmp_path, monkeypatch):
-    """The connection finds the shared run ids while Pandera reads the buckets in another thread."""
+    """The connection finds the repeated run ids while Pandera reads the buckets in another thread."""
     monkeypatch.setattr(tempfile, "tempdir", str(tmp_path))
     con = duckdb.connect()
     con.execute("SET TimeZone = 'UTC'")

@@ -130,18 +130,18 @@ def buckets(
         yield read
 
 
-def shared_across_buckets(
-    con: duckdb.DuckDBPyConnection, relation: str, column: str, key: str
-) -> pl.DataFrame:
-    """Failure cases (``FAILURE_CASES_DTYPES``, Pandera's check name) of the unique ``column``'s
-    values that rows of different ``key`` values share: no single bucket of ``buckets`` by ``key``
-    sees them. Only the values whose 64-bit hash more than one row has are grouped by the value:
-    grouping millions of distinct strings cost more than grouping their hashes."""
+def repeated_values(con: duckdb.DuckDBPyConnection, relation: str, column: str) -> pl.DataFrame:
+    """Failure cases (``FAILURE_CASES_DTYPES``, Pandera's check name) of the values of a unique
+    ``column`` that more than one row of ``relation`` has, found in SQL: buckets by another key
+    (``buckets``) would not see a value two buckets share, and Pandera's check of a unique string
+    column was most of its time. Only the values whose 64-bit hash more than one row has are
+    grouped by the value: grouping millions of distinct strings cost more than grouping their
+    hashes."""
     return con.sql(
         f"WITH repeated AS (SELECT hash({column}) AS h FROM {relation} GROUP BY h HAVING count(*) > 1) "
         f"SELECT '{column}' AS column, 'field_uniqueness' AS check, {column}::VARCHAR AS failure_case, "
         f"NULL::BIGINT AS index FROM {relation} WHERE hash({column}) IN (SELECT h FROM repeated) "
-        f"GROUP BY {column} HAVING min({key}) <> max({key}) ORDER BY {column}"
+        f"GROUP BY {column} HAVING count(*) > 1 ORDER BY {column}"
     ).pl()
 
 

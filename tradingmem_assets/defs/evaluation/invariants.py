@@ -11,15 +11,16 @@ from tradingmem_assets.lib.validation import (
     buckets,
     named_checks,
     rule,
-    shared_across_buckets,
+    repeated_values,
     validate_beside,
 )
 from tradingmem_assets.lib.vocabulary import EVALUATION_STATUSES
 
-# Every column but the 64-hex inputs_hash (sha256 output by construction) is validated by Pandera.
+# What Pandera validates: not the 64-hex inputs_hash (sha256 output by construction), nor run_id,
+# whose one rule, uniqueness, is checked in SQL over the whole relation (``repeated_values``).
 VALIDATED_COLUMNS = (
-    "run_id, decision_id, execution_id, profile_id, run_version, status, is_primary, promoted_at, "
-    "created_at, known_at, raw_return, benchmark_return, excess_return"
+    "decision_id, execution_id, profile_id, run_version, status, is_primary, promoted_at, created_at, "
+    "known_at, raw_return, benchmark_return, excess_return"
 )
 # rows of one validation bucket: at SF 10 the 5.8 million runs are validated in six buckets
 BUCKET_ROWS = 1_000_000
@@ -70,7 +71,6 @@ def _excess_is_raw_minus_benchmark(data: pa.PolarsData) -> pl.LazyFrame:
 
 EVALUATION_RUNS_INVARIANTS = pa.DataFrameSchema(
     {
-        "run_id": pa.Column(pl.String, unique=True),
         "decision_id": pa.Column(pl.String),
         "execution_id": pa.Column(pl.String),
         "profile_id": pa.Column(pl.String),
@@ -94,22 +94,20 @@ def validate_runs(
     con: duckdb.DuckDBPyConnection, relation: str, stored: str | None = None
 ) -> tuple[Validation, int]:
     """Every invariant over ``relation`` (a run table), one decision bucket in Python at a time
-    (each rule is per run or per decision; run ids shared across decisions are found in SQL), and
-    the rows validated. With ``stored``, the table ``relation``'s runs were just written into (in
-    place of every run of their decisions): a run id of theirs that a run of another decision
-    there also has is a failure too, so a table valid before stays valid as a whole.
+    (each rule is per run or per decision; repeated run ids are found in SQL), and the rows
+    validated. With ``stored``, the table ``relation``'s runs were just written into (in place of
+    every run of their decisions): a run id of theirs that another run there also has is a
+    failure too, so a table valid before stays valid as a whole.
 
-    Pandera reads the buckets in a second thread while the connection finds the shared run ids."""
-    shared = []
+    Pandera reads the buckets in a second thread while the connection finds the repeated run ids."""
+    repeated = []
 
     def on_the_connection() -> None:
-        shared.append(shared_across_buckets(con, relation, "run_id", "decision_id"))
+        repeated.append(repeated_values(con, relation, "run_id"))
         if stored is not None:
-            sharing = (
-                f"(SELECT run_id, decision_id FROM {stored} WHERE run_id IN (SELECT run_id FROM {relation}))"
-            )
-            shared.append(shared_across_buckets(con, sharing, "run_id", "decision_id"))
+            sharing = f"(SELECT run_id FROM {stored} WHERE run_id IN (SELECT run_id FROM {relation}))"
+            repeated.append(repeated_values(con, sharing, "run_id"))
 
     with buckets(con, relation, VALIDATED_COLUMNS, "decision_id", BUCKET_ROWS) as frames:
         validation, rows = validate_beside(EVALUATION_RUNS_INVARIANTS, frames, on_the_connection)
-    return Validation(validation.schema_name, pl.concat([validation.failure_cases, *shared])), rows
+    return Validation(validation.schema_name, pl.concat([validation.failure_cases, *repeated])), rows
