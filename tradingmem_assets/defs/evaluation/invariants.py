@@ -10,8 +10,8 @@ from tradingmem_assets.lib.validation import (
     Validation,
     buckets,
     named_checks,
-    rule,
     repeated_values,
+    rule,
     validate_beside,
 )
 from tradingmem_assets.lib.vocabulary import EVALUATION_STATUSES

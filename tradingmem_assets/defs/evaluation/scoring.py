@@ -142,8 +142,8 @@ scored AS (
 SELECT s.gid, s.known_at,
        s.state_vwap AS entry_price, s.exit_price, s.raw_return, s.benchmark_return,
        s.raw_return - s.benchmark_return AS excess_return,
-       s.vol30 AS volatility, s.coverage, s.missing_bars::BIGINT AS missing_bars, s.vol_n < 29 AS short_history,
-       s.benchmark_missing, s.benchmark_symbol IS NULL AS benchmark_absolute,
+       s.vol30 AS volatility, s.coverage, s.missing_bars::BIGINT AS missing_bars,
+       s.vol_n < 29 AS short_history, s.benchmark_missing, s.benchmark_symbol IS NULL AS benchmark_absolute,
        s.coverage < s.min_coverage AS below_min_coverage,
        CASE
            WHEN s.state_vwap IS NULL OR s.exit_price IS NULL OR s.coverage < s.min_coverage OR s.benchmark_missing
