@@ -51,7 +51,6 @@ from tradingmem_assets.lib.warehouse import md5_lower_sql, run_script, table_exi
 
 EVALUATION_RUNS_DTYPES = table_dtypes(tables.EVALUATION_RUNS)
 EVALUATION_PRIMARIES_DTYPES = table_dtypes(tables.EVALUATION_PRIMARIES)
-EVALUATION_COMPONENTS_DTYPES = table_dtypes(tables.EVALUATION_COMPONENTS)
 
 
 class EvaluationConfigError(ValueError):
