@@ -138,27 +138,18 @@ def compact(con: duckdb.DuckDBPyConnection, qualified: str) -> None:
         con.execute("DROP TABLE _compact")
 
 
+def table_type(con: duckdb.DuckDBPyConnection, qualified: str) -> str | None:
+    """``BASE TABLE`` or ``VIEW`` (None: no such relation)."""
+    schema, _, name = qualified.rpartition(".")
+    found = con.execute(
+        "SELECT table_type FROM information_schema.tables WHERE table_schema = ? AND table_name = ?",
+        [schema or "main", name],
+    ).fetchall()
+    return found[0][0] if found else None
+
+
 def table_exists(con: duckdb.DuckDBPyConnection, qualified: str) -> bool:
-    schema, _, name = qualified.rpartition(".")
-    return bool(
-        scalar(
-            con,
-            "SELECT count(*) FROM information_schema.tables WHERE table_schema = ? AND table_name = ?",
-            [schema or "main", name],
-        )
-    )
-
-
-def is_view(con: duckdb.DuckDBPyConnection, qualified: str) -> bool:
-    schema, _, name = qualified.rpartition(".")
-    return bool(
-        scalar(
-            con,
-            "SELECT count(*) FROM information_schema.tables "
-            "WHERE table_schema = ? AND table_name = ? AND table_type = 'VIEW'",
-            [schema or "main", name],
-        )
-    )
+    return table_type(con, qualified) is not None
 
 
 def md5_lower_sql(expr: str) -> str:

@@ -9,7 +9,7 @@ from __future__ import annotations
 import duckdb
 
 from tradingmem_assets.lib import tables
-from tradingmem_assets.lib.warehouse import is_view, table_exists
+from tradingmem_assets.lib.warehouse import table_type
 
 COMPONENTS = (
     "entry_price",
@@ -63,6 +63,6 @@ CROSS JOIN (VALUES {", ".join(f"('{c}')" for c in COMPONENTS)}) c(component)
 def create_components_view(con: duckdb.DuckDBPyConnection) -> None:
     """``main.evaluation_components`` as the view of the stored runs (in place of the table a
     warehouse built by an earlier version holds)."""
-    if table_exists(con, tables.EVALUATION_COMPONENTS) and not is_view(con, tables.EVALUATION_COMPONENTS):
+    if table_type(con, tables.EVALUATION_COMPONENTS) == "BASE TABLE":
         con.execute(f"DROP TABLE {tables.EVALUATION_COMPONENTS}")
     con.execute(COMPONENTS_VIEW_SQL)

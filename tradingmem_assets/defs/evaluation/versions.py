@@ -6,23 +6,20 @@ append, the only measured rows kept), ``_ev_primaries`` (every interval a run wa
 ``_ev_all`` (every run with its primary flag as of the run).
 """
 
+from tradingmem_assets.defs.evaluation.components import COMPONENTS
+
 # What a run stores of its measurement (the columns of ``evaluation_runs`` after ``known_at``): the
-# components' values and the flags their quality flags follow from (``scoring.COMPONENTS_SQL``).
+# components' values and the flags their quality flags follow from (``components.COMPONENTS_VIEW_SQL``).
 MEASURED_COLUMNS = (
-    "entry_price",
-    "exit_price",
-    "raw_return",
-    "benchmark_return",
-    "excess_return",
-    "volatility",
-    "coverage",
-    "missing_bars",
+    *COMPONENTS,
     "short_history",
     "benchmark_missing",
     "benchmark_absolute",
     "below_min_coverage",
 )
 _MEASURED = ", ".join(MEASURED_COLUMNS)
+# an open window measures its volatility only
+_PENDING_MEASURED = ", ".join(c if c in ("volatility", "short_history") else "NULL" for c in MEASURED_COLUMNS)
 
 # Version 0 once per (decision, profile); a settled state when no stored version has its hash,
 # numbered after the stored versions in the order the states became knowable. Decided on narrow
@@ -77,8 +74,7 @@ CREATE OR REPLACE TEMP VIEW _ev_fresh AS
 SELECT gid, run_id, run_version, status, inputs_hash, known_at, created_at, {_MEASURED}
 FROM _ev_fresh_settled
 UNION ALL
-SELECT gid, run_id, 0, 'pending', inputs_hash, NULL, created_at,
-       NULL, NULL, NULL, NULL, NULL, volatility, NULL, NULL, short_history, NULL, NULL, NULL
+SELECT gid, run_id, 0, 'pending', inputs_hash, NULL, created_at, {_PENDING_MEASURED}
 FROM _ev_fresh_pending
 """
 
