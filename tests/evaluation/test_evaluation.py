@@ -2,6 +2,8 @@
 
 import hashlib
 import math
+import random
+from datetime import timedelta
 from importlib.resources import files
 
 import duckdb
@@ -358,6 +360,39 @@ def test_missing_primary_profile_fails_the_evaluation_with_a_clear_message(world
     failure = [e for e in result.all_events if e.is_step_failure][0]
     message = str(failure.step_failure_data.error.message) + str(failure.step_failure_data.user_failure_data)
     assert "earnings_momentum" in message and "rel_mktidx_7d" in message
+
+
+def test_the_entry_price_sums_the_fills_in_their_order_whatever_the_threads_do(world: World):
+    # 300,000 fills of one execution span several row groups, which DuckDB's threads sum apart and
+    # add up in whichever order they finish: a plain sum() stored a price a last bit off from the
+    # fills' own order, and not always the same one
+    trade_world(world)
+    rng = random.Random(16)
+    count = 300_000
+    start = ts("2012-06-01 14:30")
+    fills = [
+        {
+            "fill_id": f"f{i:06d}",
+            "execution_id": "e1",
+            "qty": rng.randint(1, 40_000) / 1000,
+            "price": 560 + rng.random() * 20,
+            "fee": 0.0,
+            # the time order is not the ids' order, and the file's order is neither
+            "filled_at": start + timedelta(microseconds=(i * 7919) % count),
+        }
+        for i in range(count)
+    ]
+    rng.shuffle(fills)
+    world.write("trade_fills", fills)
+    world.materialize(LANDING + EVAL)
+    notional = quantity = 0.0
+    for fill in sorted(fills, key=lambda f: (f["filled_at"], f["fill_id"])):
+        notional += fill["qty"] * fill["price"]
+        quantity += fill["qty"]
+    stored = world.rows(
+        "SELECT DISTINCT entry_price FROM evaluation_runs WHERE status <> 'pending' AND decision_id = 'd1'"
+    )
+    assert stored == [(notional / quantity,)]
 
 
 def test_same_inputs_and_as_of_give_identical_rows_in_a_fresh_warehouse(world: World, tmp_path, instance):
