@@ -395,6 +395,23 @@ def test_the_entry_price_sums_the_fills_in_their_order_whatever_the_threads_do(w
     assert stored == [(notional / quantity,)]
 
 
+def test_the_runs_hex_digests_are_stored_uncompressed_through_a_full_and_an_incremental_run(world: World):
+    trade_world(world)
+    world.materialize(LANDING + EVAL, as_of="2012-06-05T00:00:00+00:00")  # the windows are open
+    # a later as_of settles them: incremental, the settled runs are appended to the stored table
+    world.materialize(LANDING + EVAL)
+    assert world.rows("SELECT count(*) FROM evaluation_runs WHERE status <> 'pending'") == [(3,)]
+    (declared,) = world.rows("SELECT sql FROM duckdb_tables() WHERE table_name = 'evaluation_runs'")[0]
+    assert "run_id VARCHAR USING COMPRESSION Uncompressed" in declared
+    assert "inputs_hash VARCHAR USING COMPRESSION Uncompressed" in declared
+    assert "decision_id VARCHAR," in declared  # the others are left to DuckDB
+    compressions = world.rows(
+        "SELECT DISTINCT compression FROM pragma_storage_info('evaluation_runs') "
+        "WHERE column_name = 'inputs_hash' AND segment_type = 'VARCHAR'"
+    )
+    assert compressions == [("Uncompressed",)]
+
+
 def test_same_inputs_and_as_of_give_identical_rows_in_a_fresh_warehouse(world: World, tmp_path, instance):
     trade_world(world)
     world.materialize(LANDING + EVAL)

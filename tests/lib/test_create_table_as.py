@@ -1,5 +1,5 @@
-"""``create_table_as`` declares the long JSON columns of ``ZSTD_COLUMNS`` with ZSTD, whether the
-table is created or replaced, and stores exactly the query's rows."""
+"""``create_table_as`` declares the columns of ``COLUMN_COMPRESSION`` with their compression (the
+long JSON with ZSTD), whether the table is created or replaced, and stores exactly the query's rows."""
 
 from datetime import UTC, datetime
 
@@ -33,7 +33,10 @@ def _storage(con: duckdb.DuckDBPyConnection, table: str) -> dict[str, set[str]]:
 def test_the_declared_columns_are_stored_with_zstd_when_created_and_when_replaced(tmp_path):
     con = duckdb.connect(str(tmp_path / "w.duckdb"))
     con.execute("SET TimeZone = 'UTC'")
-    assert tables.ZSTD_COLUMNS[tables.PROFILE_SNAPSHOTS] == ("profile", "generation_basis")
+    assert tables.COLUMN_COMPRESSION[tables.PROFILE_SNAPSHOTS] == {
+        "profile": "zstd",
+        "generation_basis": "zstd",
+    }
     for replace in (False, True):
         create_table_as(con, tables.PROFILE_SNAPSHOTS, SNAPSHOTS, [AS_OF], replace=replace)
         (declared,) = con.execute(
@@ -60,3 +63,22 @@ def test_a_table_without_declared_columns_is_created_as_the_query_says(tmp_path)
     (declared,) = con.execute("SELECT sql FROM duckdb_tables() WHERE table_name = 'other'").fetchall()[0]
     assert "USING COMPRESSION" not in declared
     assert con.execute("SELECT count(*) FROM main.other").fetchall() == [(3,)]
+
+
+def test_a_query_reading_the_table_it_replaces_reads_the_rows_stored_before(tmp_path):
+    con = duckdb.connect(str(tmp_path / "w.duckdb"))
+    con.execute("SET TimeZone = 'UTC'")
+    create_table_as(con, tables.PROFILE_SNAPSHOTS, SNAPSHOTS, [AS_OF])
+    # the stored rows and 20,000 more: the query reads the table it replaces
+    again = f"SELECT * FROM profile_snapshots UNION ALL ({SNAPSHOTS})"
+    create_table_as(con, tables.PROFILE_SNAPSHOTS, again, [AS_OF], replace=True)
+    assert con.execute("SELECT count(*), count(DISTINCT snapshot_id) FROM profile_snapshots").fetchall() == [
+        (40000, 20000)
+    ]
+    (declared,) = con.execute(
+        "SELECT sql FROM duckdb_tables() WHERE table_name = 'profile_snapshots'"
+    ).fetchone()
+    assert "profile VARCHAR USING COMPRESSION ZSTD" in declared
+    assert con.execute("SELECT count(*) FROM duckdb_tables() WHERE table_name LIKE '%next'").fetchall() == [
+        (0,)
+    ]

@@ -68,15 +68,19 @@ FIN_CUSTOMER_PROFILE = "main.fin_customer_profile"
 PROFILE_SNAPSHOTS = "main.profile_snapshots"
 ADVISOR_CUSTOMER_VIEW = "main.advisor_customer_view"
 CUSTOMER_KB = "main.customer_kb"
-# Columns of long JSON text stored with ZSTD rather than DuckDB's automatic choice (dictionary
-# and FSST): at SF 10, 1.9 KB of generation basis a profile and 0.7 KB of provenance a case were
-# written in half the time or less, in a fifth to a half of the file (docs/performance.md). Set
-# where the table is created (``warehouse.create_table_as``): DuckDB has no statement that
-# changes a column's compression later.
-ZSTD_COLUMNS: dict[str, tuple[str, ...]] = {
-    ROLE_CASES: ("provenance",),
-    FIN_CUSTOMER_PROFILE: ("generation_basis",),
-    PROFILE_SNAPSHOTS: ("profile", "generation_basis"),
+# Columns stored with a compression of their own rather than DuckDB's automatic choice (dictionary
+# and FSST), set where the table is created (``warehouse.create_table_as``): DuckDB has no statement
+# that changes a column's compression later. docs/performance.md has the measurements.
+# - ZSTD for long JSON text: at SF 10, 1.9 KB of generation basis a profile and 0.7 KB of
+#   provenance a case were written in half the time or less, in a fifth to a half of the file.
+# - uncompressed for the runs' hex digests, each different from every other: FSST halves them at
+#   best, and at SF 10 it cost 1.2-1.7 s of the 4.7 s write of 5.8 million runs (the file grows
+#   by 270 MB), and the run's digest of the table reads them faster.
+COLUMN_COMPRESSION: dict[str, dict[str, str]] = {
+    ROLE_CASES: {"provenance": "zstd"},
+    FIN_CUSTOMER_PROFILE: {"generation_basis": "zstd"},
+    PROFILE_SNAPSHOTS: {"profile": "zstd", "generation_basis": "zstd"},
+    EVALUATION_RUNS: {"run_id": "uncompressed", "inputs_hash": "uncompressed"},
 }
 # efficacy
 MEMORY_EFFICACY = "main.memory_efficacy"

@@ -16,7 +16,7 @@ from pathlib import Path
 import duckdb
 import polars as pl
 
-from tradingmem_assets.lib.tables import RAW_REJECTS, RAW_SCHEMA_NAME, ZSTD_COLUMNS
+from tradingmem_assets.lib.tables import COLUMN_COMPRESSION, RAW_REJECTS, RAW_SCHEMA_NAME
 
 
 class WarehouseLockedError(RuntimeError):
@@ -130,7 +130,7 @@ def sparse_tables(
 
 def compact(con: duckdb.DuckDBPyConnection, qualified: str) -> None:
     """Rewrite a table (no constraint, index or default: ``sparse_tables``' kind) as a new one of its live
-    rows, in their order, in one transaction (``create_table_as``: its ZSTD columns stay so). Rows
+    rows, in their order, in one transaction (``create_table_as``: its columns keep their ``COLUMN_COMPRESSION``). Rows
     appended after deletes fill the row group that holds the deleted ones: a new table has none."""
     with transaction(con):
         con.execute(f"CREATE OR REPLACE TEMP TABLE _compact AS FROM {qualified}")
@@ -282,19 +282,27 @@ def create_table_as(
     *,
     replace: bool = False,
 ) -> None:
-    """``CREATE [OR REPLACE] TABLE qualified AS query``, with the table's ``ZSTD_COLUMNS`` stored
-    with ZSTD: the table is declared from the query's columns, then the query's rows inserted."""
-    create = f"CREATE {'OR REPLACE ' if replace else ''}TABLE {qualified}"
-    zstd = ZSTD_COLUMNS.get(qualified, ())
-    if not zstd:
-        con.execute(f"{create} AS {query}", params).fetchall()
+    """``CREATE [OR REPLACE] TABLE qualified AS query``, with the table's ``COLUMN_COMPRESSION``:
+    the table is declared from the query's columns, then the query's rows inserted. A table it
+    replaces is dropped only once the new one holds its rows (a new name, then renamed), since the
+    query may read it (the evaluation's previous runs are a view of the table it writes again)."""
+    compression = COLUMN_COMPRESSION.get(qualified, {})
+    if not compression:
+        con.execute(
+            f"CREATE {'OR REPLACE ' if replace else ''}TABLE {qualified} AS {query}", params
+        ).fetchall()
         return
     declared = ", ".join(
-        f'"{name}" {kind}' + (" USING COMPRESSION zstd" if name in zstd else "")
+        f'"{name}" {kind}' + (f" USING COMPRESSION {compression[name]}" if name in compression else "")
         for name, kind, *_ in con.execute(f"DESCRIBE {query}", params).fetchall()
     )
-    con.execute(f"{create} ({declared})")
-    con.execute(f"INSERT INTO {qualified} {query}", params).fetchall()
+    swap = replace and table_exists(con, qualified)
+    target = f"{qualified}__next" if swap else qualified
+    con.execute(f"CREATE {'OR REPLACE ' if replace else ''}TABLE {target} ({declared})")
+    con.execute(f"INSERT INTO {target} {query}", params).fetchall()
+    if swap:
+        con.execute(f"DROP TABLE {qualified}")
+        con.execute(f"ALTER TABLE {target} RENAME TO {qualified.rpartition('.')[2]}")
 
 
 def replace_table(con: duckdb.DuckDBPyConnection, qualified: str, frame: pl.DataFrame) -> int:

@@ -15,6 +15,7 @@ import duckdb
 
 from tradingmem_assets.lib import tables
 from tradingmem_assets.lib.basis import visible_rows
+from tradingmem_assets.lib.warehouse import create_table_as
 
 # what the evaluation pipeline reads of each raw table: the rows stamped by this column (None: all)
 VISIBLE_BY = {
@@ -73,7 +74,7 @@ def write_runs(con: duckdb.DuckDBPyConnection, incremental: bool) -> str:
         return WRITTEN
     # not sorted: sorting the wide rows cost more than anything reading them saves (the validation's
     # buckets do not depend on the order; docs/performance.md)
-    con.execute(f"CREATE OR REPLACE TABLE {tables.EVALUATION_RUNS} AS SELECT * FROM _ev_all").fetchall()
+    create_table_as(con, tables.EVALUATION_RUNS, "SELECT * FROM _ev_all", replace=True)
     con.execute(
         f"CREATE OR REPLACE TABLE {tables.EVALUATION_PRIMARIES} AS "
         "SELECT * FROM _ev_primaries ORDER BY decision_id, primary_from"
