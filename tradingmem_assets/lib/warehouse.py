@@ -130,8 +130,9 @@ def sparse_tables(
 
 def compact(con: duckdb.DuckDBPyConnection, qualified: str) -> None:
     """Rewrite a table (no constraint, index or default: ``sparse_tables``' kind) as a new one of its live
-    rows, in their order, in one transaction (``create_table_as``: its columns keep their ``COLUMN_COMPRESSION``). Rows
-    appended after deletes fill the row group that holds the deleted ones: a new table has none."""
+    rows, in their order, in one transaction (``create_table_as``: its columns keep their
+    ``COLUMN_COMPRESSION``). Rows appended after deletes fill the row group that holds the deleted
+    ones: a new table has none."""
     with transaction(con):
         con.execute(f"CREATE OR REPLACE TEMP TABLE _compact AS FROM {qualified}")
         create_table_as(con, qualified, "FROM _compact", replace=True)
