@@ -34,6 +34,8 @@ def test_the_declared_columns_are_stored_with_zstd_when_created_and_when_replace
     con = duckdb.connect(str(tmp_path / "w.duckdb"))
     con.execute("SET TimeZone = 'UTC'")
     assert tables.COLUMN_COMPRESSION[tables.PROFILE_SNAPSHOTS] == {
+        "snapshot_id": "uncompressed",
+        "snapshot_hash": "uncompressed",
         "profile": "zstd",
         "generation_basis": "zstd",
     }
@@ -44,9 +46,11 @@ def test_the_declared_columns_are_stored_with_zstd_when_created_and_when_replace
         ).fetchall()[0]
         assert "profile VARCHAR USING COMPRESSION ZSTD" in declared
         assert "generation_basis VARCHAR USING COMPRESSION ZSTD" in declared
-        assert "snapshot_hash VARCHAR," in declared  # the others are left to DuckDB
+        assert "snapshot_hash VARCHAR USING COMPRESSION Uncompressed" in declared
+        assert "customer_id VARCHAR," in declared  # the others are left to DuckDB
         storage = _storage(con, "profile_snapshots")
         assert storage["profile"] == storage["generation_basis"] == {"ZSTD"}
+        assert storage["snapshot_hash"] == {"Uncompressed"}
         assert "ZSTD" not in storage["customer_id"]
         difference = con.execute(
             f"SELECT count(*) FROM ((SELECT * FROM profile_snapshots EXCEPT ALL ({SNAPSHOTS})) "

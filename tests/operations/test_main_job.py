@@ -2,6 +2,7 @@
 
 import json
 import os
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -122,6 +123,34 @@ def test_warehouse_matches_the_contract_names(demo_run):
         assert proc.returncode == 0, proc.stdout
         assert " 0 with names due" in proc.stdout, proc.stdout
         assert "with missing columns" in proc.stdout and " 0 with missing columns" in proc.stdout
+
+
+def test_every_declared_column_compression_is_how_the_main_job_stored_the_column(demo_run):
+    root, _ = demo_run
+    from tradingmem_assets.lib.tables import COLUMN_COMPRESSION
+
+    con = duckdb.connect(str(root / "data" / "tradingmem.duckdb"), read_only=True)
+    try:
+        for qualified, columns in COLUMN_COMPRESSION.items():
+            name = qualified.rpartition(".")[2]
+            (declared,) = con.execute(
+                "SELECT sql FROM duckdb_tables() WHERE table_name = ?", [name]
+            ).fetchone()
+            stored = dict(
+                con.execute(
+                    "SELECT column_name, string_agg(DISTINCT lower(compression), ',') "
+                    f"FROM pragma_storage_info('{name}') "
+                    "WHERE segment_type <> 'VALIDITY' AND compression <> 'Constant' GROUP BY 1"
+                ).fetchall()
+            )
+            for column, compression in columns.items():
+                assert re.search(rf"\b{column} \w+ USING COMPRESSION {compression}\b", declared, re.I), (
+                    qualified,
+                    column,
+                )
+                assert stored[column] == compression, (qualified, column, stored[column])
+    finally:
+        con.close()
 
 
 def test_same_inputs_and_as_of_give_identical_derived_rows(demo_run, tmp_path):

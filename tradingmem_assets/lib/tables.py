@@ -73,14 +73,22 @@ CUSTOMER_KB = "main.customer_kb"
 # that changes a column's compression later. docs/performance.md has the measurements.
 # - ZSTD for long JSON text: at SF 10, 1.9 KB of generation basis a profile and 0.7 KB of
 #   provenance a case were written in half the time or less, in a fifth to a half of the file.
-# - uncompressed for the runs' hex digests, each different from every other: FSST halves them at
-#   best, and at SF 10 it cost 1.2-1.7 s of the 4.7 s write of 5.8 million runs (the file grows
-#   by 270 MB), and the run's digest of the table reads them faster.
+# - uncompressed for hex digests and the ids made of them, which repeat little or not at all: FSST
+#   halves them at best, and writing them raw was faster (at SF 10: 1.2-1.7 s of the 4.7 s write
+#   of 5.8 million runs, 0.1-0.3 s for each of the other tables; a whole-table digest reads them
+#   faster too), for a larger file (these five tables 360 MB more at SF 10, 270 MB of it the runs').
+_RAW = "uncompressed"
 COLUMN_COMPRESSION: dict[str, dict[str, str]] = {
-    ROLE_CASES: {"provenance": "zstd"},
-    FIN_CUSTOMER_PROFILE: {"generation_basis": "zstd"},
-    PROFILE_SNAPSHOTS: {"profile": "zstd", "generation_basis": "zstd"},
-    EVALUATION_RUNS: {"run_id": "uncompressed", "inputs_hash": "uncompressed"},
+    EVALUATION_RUNS: {"run_id": _RAW, "inputs_hash": _RAW},
+    ROLE_CASES: {"case_id": _RAW, "primary_run_id": _RAW, "provenance": "zstd"},
+    ROLE_REFLECTIONS: {"reflection_id": _RAW, "case_id": _RAW, "run_id": _RAW},
+    FIN_CUSTOMER_PROFILE: {"snapshot_hash": _RAW, "generation_basis": "zstd"},
+    PROFILE_SNAPSHOTS: {
+        "snapshot_id": _RAW,
+        "snapshot_hash": _RAW,
+        "profile": "zstd",
+        "generation_basis": "zstd",
+    },
 }
 # efficacy
 MEMORY_EFFICACY = "main.memory_efficacy"
