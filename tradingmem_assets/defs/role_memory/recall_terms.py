@@ -132,8 +132,11 @@ INSERT INTO {NORMS}
 {base2_sql("_recall_current", DF, "_recall_roles")};
 DELETE FROM {ROLES};
 INSERT INTO {ROLES} SELECT role_id, n, stable_from, corpus FROM _recall_roles;
-UPDATE {INDEX} i SET base2 = b.base2 FROM {NORMS} b
-WHERE i.valid_to IS NULL AND i.role_id = b.role_id AND i.doc_no = b.doc_no;
+CREATE OR REPLACE TABLE {INDEX} AS  -- rewritten in its order: updating every current row cost twice that
+SELECT i.* REPLACE (
+    CASE WHEN i.valid_to IS NULL AND b.doc_no IS NOT NULL THEN b.base2 ELSE i.base2 END AS base2)
+FROM {INDEX} i LEFT JOIN {NORMS} b ON b.role_id = i.role_id AND b.doc_no = i.doc_no
+ORDER BY i.role_id, i.tie;
 DROP TABLE _recall_current;
 DROP TABLE _recall_changed;
 DROP TABLE _recall_roles;
