@@ -92,8 +92,8 @@ def _vwap(fills: str) -> str:
     """The volume-weighted price of a ``_fills_in_order`` list, its sums taken in the fills' order. A
     sum of doubles depends on its order, and a parallel aggregate's order on how the threads were
     scheduled: two builds of one warehouse stored entry prices a last bit apart (3 to 6 of 5.8
-    million runs at SF 10). In order, the same fills always give the same price. Sorting a list per group
-    cost a third of what two ordered aggregates (``sum(x ORDER BY ...)``) did."""
+    million runs at SF 10). In order, the same fills always give the same price. Sorting a list
+    per group cost a third of what two ordered aggregates (``sum(x ORDER BY ...)``) did."""
     return f"list_sum([f[3] for f in {fills}]) / list_sum([f[4] for f in {fills}])"
 
 
