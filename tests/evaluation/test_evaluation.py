@@ -3,7 +3,7 @@
 import hashlib
 import math
 import random
-from datetime import timedelta
+from datetime import datetime, timedelta
 from importlib.resources import files
 
 import duckdb
@@ -11,7 +11,7 @@ import pandera.polars as pa
 import polars as pl
 import pytest
 
-from tests.world import World, ts
+from tests.world import AS_OF, World, ts
 from tradingmem_assets.defs.evaluation import invariants
 from tradingmem_assets.defs.evaluation.scoring import run_id_for
 
@@ -335,6 +335,59 @@ def test_open_window_is_pending_then_settles_as_a_new_primary_version(world: Wor
         "SELECT known_at FROM evaluation_runs WHERE profile_id = 'abs_7d' AND run_version = 1"
     ) == [(ts("2012-06-08 14:30"),)]
     assert got.filter(pl.col("profile_id") == "abs_30d").get_column("status").to_list() == ["pending"]
+
+
+def landed(world: World, table: str) -> list[dict]:
+    return pl.read_parquet(world.landing / f"{table}.parquet").to_dicts()
+
+
+def test_a_fill_after_the_window_end_is_the_next_version_of_a_build_from_nothing(world: World):
+    trade_world(world)
+    late = {
+        **landed(world, "trade_fills")[0],
+        "fill_id": "f3",
+        "price": 580.0,
+        "filled_at": ts("2012-06-20 15:00"),
+    }
+    world.write("trade_fills", [*landed(world, "trade_fills"), late])
+    world.materialize(LANDING + EVAL)  # one build, after everything: two settled states of the 7-day windows
+    got = world.rows(
+        "SELECT profile_id, run_version, known_at, entry_price FROM evaluation_runs "
+        "WHERE run_version > 0 ORDER BY profile_id, run_version"
+    )
+    before, after = (10 * 570.0 + 30 * 572.0) / 40, (10 * 570.0 + 30 * 572.0 + 10 * 580.0) / 50
+    assert [(p, v, k) for p, v, k, _ in got] == [
+        ("abs_30d", 1, ts("2012-07-01 14:30")),  # the late fill is inside its window
+        ("abs_7d", 1, ts("2012-06-08 14:30")),
+        ("abs_7d", 2, ts("2012-06-20 15:00")),
+        ("rel_mktidx_7d", 1, ts("2012-06-08 14:30")),
+        ("rel_mktidx_7d", 2, ts("2012-06-20 15:00")),
+    ]
+    assert [e for *_, e in got] == [pytest.approx(x) for x in (after, before, after, before, after)]
+
+
+def test_a_decision_landed_after_its_window_was_behind_the_last_run_is_known_only_now(world: World):
+    trade_world(world)
+    world.materialize(LANDING + EVAL, as_of="2020-01-01T00:00:00Z")
+    # a decision of 2012 lands late (a backfilled file): its only state was settled long before
+    # the last run, so a reader as of then could not have known it
+    rename = {"d1": "d2", "p1": "p2", "c1": "c2", "e1": "e2", "f1": "f4", "f2": "f5"}
+    for table in (
+        "trading_decisions",
+        "trade_previews",
+        "preview_consumptions",
+        "trade_executions",
+        "trade_fills",
+    ):
+        rows = landed(world, table)
+        twins = [{k: rename.get(v, v) if isinstance(v, str) else v for k, v in row.items()} for row in rows]
+        world.write(table, rows + twins)
+    world.materialize(LANDING + EVAL)
+    got = world.rows(
+        "SELECT decision_id, known_at FROM evaluation_runs WHERE profile_id = 'abs_7d' AND run_version = 1 "
+        "ORDER BY decision_id"
+    )
+    assert got == [("d1", ts("2012-06-08 14:30")), ("d2", datetime.fromisoformat(AS_OF))]
 
 
 def test_low_coverage_is_insufficient_data(world: World):

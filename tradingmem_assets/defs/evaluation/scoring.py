@@ -215,7 +215,7 @@ WITH single_consumption AS (
     FROM raw.preview_consumptions WHERE consumed_at <= $as_of GROUP BY preview_id HAVING count(*) = 1
 ),
 chosen AS (
-    SELECT d.decision_id, d.decided_at, e.execution_id, e.symbol, e.direction, e.executed_at
+    SELECT d.decision_id, d.role_id, d.decided_at, e.execution_id, e.symbol, e.direction, e.executed_at
     FROM _ev_decisions d
     JOIN raw.trade_executions e ON e.decision_id = d.decision_id
     LEFT JOIN single_consumption c ON c.preview_id = d.preview_id AND c.execution_id = e.execution_id
@@ -264,10 +264,13 @@ SELECT row_number() OVER () AS gid, x.xid, x.symbol, x.executed_at AS win_start,
 FROM _ev_exec x CROSS JOIN raw.benchmark_profiles p
 """,
     # what a gid stands for: the measured rows carry only the gid (temp tables are not compressed,
-    # and three strings a row made them spill under the memory cap)
+    # and three strings a row made them spill under the memory cap); whether its profile is the
+    # primary one of the decision's role, so the primary policy reads its versions by gid
     """
 CREATE OR REPLACE TEMP TABLE _ev_keys AS
-SELECT g.gid, x.decision_id, x.execution_id, g.profile_id FROM _ev_grid g JOIN _ev_exec x USING (xid)
+SELECT g.gid, x.decision_id, x.execution_id, g.profile_id, x.executed_at, r.role_id IS NOT NULL AS policy
+FROM _ev_grid g JOIN _ev_exec x USING (xid)
+LEFT JOIN _ev_roles r ON r.role_id = x.role_id AND r.primary_profile = g.profile_id
 """,
     # the settled states of each (execution, profile): the window end, then every later fill
     """

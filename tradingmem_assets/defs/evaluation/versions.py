@@ -24,26 +24,30 @@ _PENDING_MEASURED = ", ".join(c if c in ("volatility", "short_history") else "NU
 # Version 0 once per (decision, profile); a settled state when no stored version has its hash,
 # numbered after the stored versions in the order the states became knowable. Decided on narrow
 # keys (the measured rows are wide: sorting them would carry every column); gid (one per decision
-# and profile in this run, ``_ev_keys``) stands for (decision_id, profile_id).
+# and profile in this run, ``_ev_keys``) stands for (decision_id, profile_id). Only the gids with
+# stored versions or more than one state (``_ev_numbered``: few, in a build from nothing) need the
+# grouping and numbering: any other state is fresh, version 1 (``FRESH_TABLE_SQL``).
 FRESH_SQL = """
 CREATE OR REPLACE TEMP TABLE _ev_previous_by_gid AS
 SELECT k.gid, p.run_version, p.inputs_hash
 FROM _ev_previous p JOIN _ev_keys k USING (decision_id, profile_id);
+CREATE OR REPLACE TEMP TABLE _ev_numbered AS
+SELECT gid FROM _ev_previous_by_gid
+UNION
+SELECT gid FROM _ev_measured GROUP BY gid HAVING count(*) > 1;
 CREATE OR REPLACE TEMP TABLE _ev_fresh_keys AS
 WITH latest AS (
     SELECT gid, max(run_version) AS latest_version FROM _ev_previous_by_gid GROUP BY gid
 ),
 candidates AS (
     SELECT arg_min(m.rowid, m.known_at) AS rid, m.gid, m.inputs_hash, min(m.known_at) AS known_at
-    FROM _ev_measured m
+    FROM _ev_measured m SEMI JOIN _ev_numbered USING (gid)
     WHERE NOT EXISTS (SELECT 1 FROM _ev_previous_by_gid p
                       WHERE p.gid = m.gid AND p.inputs_hash = m.inputs_hash)
     GROUP BY m.gid, m.inputs_hash
 )
 SELECT c.rid,  -- narrow: the build side of the join below
-       CASE WHEN $prev_bound::TIMESTAMPTZ IS NOT NULL AND c.known_at <= $prev_bound::TIMESTAMPTZ
-                THEN $as_of::TIMESTAMPTZ
-            ELSE c.known_at END AS known_at,
+       c.known_at,
        (coalesce(l.latest_version, 0)
            + row_number() OVER (PARTITION BY c.gid ORDER BY c.known_at, c.inputs_hash))::BIGINT AS run_version
 FROM candidates c LEFT JOIN latest l USING (gid)
@@ -53,20 +57,33 @@ FROM candidates c LEFT JOIN latest l USING (gid)
 # them); then the measured rows are dropped, so what follows (at SF 30, 17 million runs) does not
 # spill them. The settled and the open-window versions are kept apart (an open window has no
 # measured price: its columns would be nulls taking room), and ``_ev_fresh`` shows them as one.
-# Their strings are joined from ``_ev_keys`` where they are written.
+# Their strings are joined from ``_ev_keys`` where they are written. A state whose instant was
+# already behind the previous learning run is knowable only now (``scoring``'s docstring).
 FRESH_TABLE_SQL = f"""
 CREATE OR REPLACE TEMP TABLE _ev_fresh_settled AS
-SELECT m.* REPLACE (n.known_at AS known_at), n.run_version,
-       'er_' || left(sha256(k.decision_id || '|' || k.profile_id || '|' || n.run_version::VARCHAR), 16)
+WITH fresh AS (
+    SELECT m.* REPLACE (coalesce(n.known_at, m.known_at) AS known_at),
+           coalesce(n.run_version, 1) AS run_version
+    FROM _ev_measured m
+    LEFT JOIN _ev_numbered u USING (gid)
+    LEFT JOIN _ev_fresh_keys n ON n.rid = m.rowid
+    WHERE u.gid IS NULL OR n.rid IS NOT NULL
+)
+SELECT f.* REPLACE (
+           CASE WHEN $prev_bound::TIMESTAMPTZ IS NOT NULL AND f.known_at <= $prev_bound::TIMESTAMPTZ
+                    THEN $as_of::TIMESTAMPTZ
+                ELSE f.known_at END AS known_at),
+       'er_' || left(sha256(k.decision_id || '|' || k.profile_id || '|' || f.run_version::VARCHAR), 16)
            AS run_id,
        $as_of::TIMESTAMPTZ AS created_at
-FROM _ev_fresh_keys n JOIN _ev_measured m ON m.rowid = n.rid JOIN _ev_keys k ON k.gid = m.gid;
+FROM fresh f JOIN _ev_keys k ON k.gid = f.gid;
 CREATE OR REPLACE TEMP TABLE _ev_fresh_pending AS
 SELECT p.*, 'er_' || left(sha256(k.decision_id || '|' || k.profile_id || '|0'), 16) AS run_id,
        $as_of::TIMESTAMPTZ AS created_at
 FROM _ev_pending p JOIN _ev_keys k USING (gid)
 WHERE NOT EXISTS (SELECT 1 FROM _ev_previous_by_gid q WHERE q.gid = p.gid AND q.run_version = 0);
 DROP TABLE _ev_previous_by_gid;
+DROP TABLE _ev_numbered;
 DROP TABLE _ev_fresh_keys;
 DROP TABLE _ev_measured;
 DROP TABLE _ev_pending;
@@ -87,20 +104,25 @@ FROM _ev_fresh_pending
 # and promotions, so the windows that sort by decision run over their few rows.
 PRIMARIES_SQL = """
 CREATE OR REPLACE TEMP TABLE _ev_primaries AS
-WITH runs AS NOT MATERIALIZED (  -- inlined where read: the policy reads versions 0 and 1 only
+WITH runs AS NOT MATERIALIZED (  -- inlined where read: joined with the few promotions
     SELECT run_id, decision_id, profile_id, run_version, known_at FROM _ev_previous
     UNION ALL
     SELECT f.run_id, k.decision_id, k.profile_id, f.run_version, f.known_at
     FROM _ev_fresh f JOIN _ev_keys k USING (gid)
 ),
-policy AS (
+policy AS (  -- the stored versions by their decision, the fresh ones by their gid
     SELECT r.decision_id, r.run_id, r.run_version,
            CASE WHEN r.run_version = 0 THEN x.executed_at ELSE r.known_at END AS effective_at
-    FROM runs r
+    FROM _ev_previous r
     JOIN _ev_decisions d USING (decision_id)
     JOIN _ev_roles ro ON ro.role_id = d.role_id AND ro.primary_profile = r.profile_id
     JOIN _ev_exec x USING (decision_id)
     WHERE r.run_version IN (0, 1)
+    UNION ALL
+    SELECT k.decision_id, f.run_id, f.run_version,
+           CASE WHEN f.run_version = 0 THEN k.executed_at ELSE f.known_at END AS effective_at
+    FROM _ev_fresh f JOIN _ev_keys k USING (gid)
+    WHERE k.policy AND f.run_version IN (0, 1)
 ),
 explicit AS (
     SELECT r.decision_id, r.run_id, greatest(p.promoted_at, coalesce(r.known_at, p.promoted_at)) AS effective_at,
