@@ -104,12 +104,7 @@ FROM _ev_fresh_pending
 # and promotions, so the windows that sort by decision run over their few rows.
 PRIMARIES_SQL = """
 CREATE OR REPLACE TEMP TABLE _ev_primaries AS
-WITH runs AS NOT MATERIALIZED (  -- inlined where read: joined with the few promotions
-    SELECT run_id, decision_id, profile_id, run_version, known_at FROM _ev_previous
-    UNION ALL
-    SELECT f.run_id, k.decision_id, k.profile_id, f.run_version, f.known_at
-    FROM _ev_fresh f JOIN _ev_keys k USING (gid)
-),
+WITH promoted AS (SELECT * FROM raw.evaluation_promotions WHERE promoted_at <= $as_of),
 policy AS (  -- the stored versions by their decision, the fresh ones by their gid
     SELECT r.decision_id, r.run_id, r.run_version,
            CASE WHEN r.run_version = 0 THEN x.executed_at ELSE r.known_at END AS effective_at
@@ -124,12 +119,15 @@ policy AS (  -- the stored versions by their decision, the fresh ones by their g
     FROM _ev_fresh f JOIN _ev_keys k USING (gid)
     WHERE k.policy AND f.run_version IN (0, 1)
 ),
-explicit AS (
+explicit AS (  -- from the few promotions: the stored versions they name, then the fresh ones
     SELECT r.decision_id, r.run_id, greatest(p.promoted_at, coalesce(r.known_at, p.promoted_at)) AS effective_at,
            p.promoted_at, r.profile_id, r.run_version
-    FROM raw.evaluation_promotions p
-    JOIN runs r USING (decision_id, profile_id, run_version)
-    WHERE p.promoted_at <= $as_of
+    FROM promoted p JOIN _ev_previous r USING (decision_id, profile_id, run_version)
+    UNION ALL
+    SELECT k.decision_id, f.run_id, greatest(p.promoted_at, coalesce(f.known_at, p.promoted_at)),
+           p.promoted_at, k.profile_id, f.run_version
+    FROM promoted p JOIN _ev_keys k USING (decision_id, profile_id)
+    JOIN _ev_fresh f ON f.gid = k.gid AND f.run_version = p.run_version
 ),
 events AS (  -- of the promoted decisions only
     SELECT decision_id, effective_at, run_id AS policy_run, NULL::VARCHAR AS explicit_run,
