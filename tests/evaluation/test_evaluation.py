@@ -448,7 +448,7 @@ def test_the_entry_price_sums_the_fills_in_their_order_whatever_the_threads_do(w
     assert stored == [(notional / quantity,)]
 
 
-def test_the_runs_hex_digests_are_stored_uncompressed_through_a_full_and_an_incremental_run(world: World):
+def test_the_runs_digests_and_ids_are_stored_uncompressed_through_a_full_and_an_incremental_run(world: World):
     trade_world(world)
     world.materialize(LANDING + EVAL, as_of="2012-06-05T00:00:00+00:00")  # the windows are open
     # a later as_of settles them: incremental, the settled runs are appended to the stored table
@@ -457,7 +457,8 @@ def test_the_runs_hex_digests_are_stored_uncompressed_through_a_full_and_an_incr
     (declared,) = world.rows("SELECT sql FROM duckdb_tables() WHERE table_name = 'evaluation_runs'")[0]
     assert "run_id VARCHAR USING COMPRESSION Uncompressed" in declared
     assert "inputs_hash VARCHAR USING COMPRESSION Uncompressed" in declared
-    assert "decision_id VARCHAR," in declared  # the others are left to DuckDB
+    assert "decision_id VARCHAR USING COMPRESSION Uncompressed" in declared
+    assert "profile_id VARCHAR," in declared  # the others are left to DuckDB
     compressions = world.rows(
         "SELECT DISTINCT compression FROM pragma_storage_info('evaluation_runs') "
         "WHERE column_name = 'inputs_hash' AND segment_type = 'VARCHAR'"
