@@ -107,7 +107,7 @@ def _fills_digest(alias: str) -> str:
 # joins (a wide build side of 2.9 million rows at SF 10 cost more than the narrow one).
 _WINDOWS_CTE = """
 joined AS (
-    SELECT s.cut, g.*, x.decision_id, x.execution_id, x.direction, x.executed_at, x.vwap, x.fills_digest,
+    SELECT s.cut, g.*, x.direction, x.vwap, x.fills_digest, x.exec_head, ph.profile_head,
            x.weekend, e.before_seq, e.before_fp, e.vol30, e.vol_n, e.vol_fp,
            a.exit_ts, a.exit_close, a.exit_seq, a.exit_fp, a.bench_in_ts, a.bench_in, a.bench_out_ts, a.bench_out,
            CASE WHEN x.direction = 'short' THEN -1.0 ELSE 1.0 END AS sign
@@ -116,6 +116,7 @@ joined AS (
     JOIN _ev_exec x USING (xid)
     JOIN _ev_at_exec e USING (xid)
     JOIN _ev_at_grid a USING (gid)
+    JOIN _ev_profile_heads ph USING (profile_id)
 ),
 measured AS (
     SELECT j.*,
@@ -129,9 +130,11 @@ measured AS (
 )
 """
 
-# What the inputs hash of a state covers before its settled part (the open window's covers only this).
-_HASH_HEAD = """'{kind}', s.profile_id, s.horizon_days::VARCHAR, coalesce(s.benchmark_symbol, '-'),
-           s.min_coverage::VARCHAR, s.execution_id, s.symbol, s.direction, epoch_us(s.executed_at)::VARCHAR"""
+# What the inputs hash of a state covers before its settled part (the open window's covers only
+# this): the profile's fields and the execution's, each spelled once (``_ev_profile_heads``, the
+# execution's ``exec_head``) rather than for each state. ``concat_ws`` of the two spellings is the
+# spelling of their fields, so every stored hash holds (``SETTLED_HASHES`` in the tests).
+_HASH_HEAD = "'{kind}', s.profile_head, s.exec_head"
 
 # Every settled state, measured. Temp tables are not compressed: a row carries the gid, not the
 # decision, execution and profile strings (``_ev_keys``), and flags instead of what they derive from.
@@ -180,8 +183,9 @@ _PENDING_SQL = f"""
 CREATE OR REPLACE TEMP TABLE _ev_pending AS
 SELECT s.gid, s.vol30 AS volatility, s.vol_n < 29 AS short_history,
        sha256(concat_ws('|', {_HASH_HEAD.format(kind="pending")})) AS inputs_hash
-FROM (SELECT g.*, x.execution_id, x.direction, x.executed_at, e.vol30, e.vol_n
-      FROM _ev_grid g JOIN _ev_exec x USING (xid) JOIN _ev_at_exec e USING (xid)) s
+FROM (SELECT g.gid, x.exec_head, ph.profile_head, e.vol30, e.vol_n
+      FROM _ev_grid g JOIN _ev_exec x USING (xid) JOIN _ev_at_exec e USING (xid)
+      JOIN _ev_profile_heads ph USING (profile_id)) s
 """
 
 # The evaluation pipeline: each statement creates one temp table; every ASOF join runs over a
@@ -237,7 +241,8 @@ calendars AS (
     SELECT symbol, bool_or(dayofweek(ts) IN (0, 6)) AS weekend FROM raw.price_bars WHERE ts <= $as_of GROUP BY symbol
 )
 SELECT row_number() OVER () AS xid, c.*, f.vwap, f.last_fill_at, coalesce(f.fills_digest, 'no_fills') AS fills_digest,
-       coalesce(cal.weekend, false) AS weekend
+       coalesce(cal.weekend, false) AS weekend,
+       concat_ws('|', c.execution_id, c.symbol, c.direction, epoch_us(c.executed_at)::VARCHAR) AS exec_head
 FROM chosen c
 LEFT JOIN fills f USING (execution_id)
 LEFT JOIN calendars cal ON cal.symbol = c.symbol
@@ -255,6 +260,13 @@ vol AS (
     FROM k ASOF LEFT JOIN _ev_bars v ON v.symbol = k.symbol AND v.ts < k.decided_at
 )
 SELECT * FROM before JOIN vol USING (xid)
+""",
+    """
+CREATE OR REPLACE TEMP TABLE _ev_profile_heads AS
+SELECT profile_id,
+       concat_ws('|', profile_id, horizon_days::VARCHAR, coalesce(benchmark_symbol, '-'),
+                 min_coverage::VARCHAR) AS profile_head
+FROM raw.benchmark_profiles
 """,
     """
 CREATE OR REPLACE TEMP TABLE _ev_grid AS
@@ -319,6 +331,7 @@ DROP TABLE _ev_state_fills;
 DROP TABLE _ev_states;
 DROP TABLE _ev_grid;
 DROP TABLE _ev_at_exec;
+DROP TABLE _ev_profile_heads;
 DROP TABLE _ev_bars
 """,
 )
