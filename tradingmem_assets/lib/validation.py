@@ -96,6 +96,12 @@ def customer_ranges(
     return list(zip(starts, [*starts[1:], None], strict=True))
 
 
+# The buckets are scratch files read once: neither compressed nor dictionary-encoded (the ids
+# of millions of runs repeat little). At SF 10 the 5.8 million runs' write and read took 1.3 s
+# instead of 1.6 s, for 370 MB of scratch files instead of 100 MB.
+_SCRATCH_PARQUET = "COMPRESSION uncompressed, DICTIONARY_SIZE_LIMIT 1"
+
+
 @contextmanager
 def buckets(
     con: duckdb.DuckDBPyConnection, relation: str, columns: str, key: str, size: int
@@ -116,7 +122,7 @@ def buckets(
     with tempfile.TemporaryDirectory(prefix="tm_buckets_") as scratch:
         con.execute(
             f"COPY (SELECT {columns}, hash({key}) % {count} AS _bucket FROM {relation}) "
-            f"TO {sql_literal(scratch)} (FORMAT parquet, PARTITION_BY (_bucket))"
+            f"TO {sql_literal(scratch)} (FORMAT parquet, PARTITION_BY (_bucket), {_SCRATCH_PARQUET})"
         ).fetchall()
         folders = sorted(Path(scratch).iterdir())
         # no rows: one empty frame, so the columns' types are still checked
