@@ -3,6 +3,7 @@
 import hashlib
 import math
 import random
+from collections import Counter
 from datetime import datetime, timedelta
 from importlib.resources import files
 
@@ -388,6 +389,33 @@ def test_a_decision_landed_after_its_window_was_behind_the_last_run_is_known_onl
         "ORDER BY decision_id"
     )
     assert got == [("d1", ts("2012-06-08 14:30")), ("d2", datetime.fromisoformat(AS_OF))]
+
+
+def test_the_stored_check_of_a_run_that_wrote_the_runs_reads_their_digest_not_the_table(
+    world: World, monkeypatch
+):
+    """Materialized from the UI, the evaluation and its stored check run together: the check reads
+    the digest the write left (at SF 10 each hash of the runs is 0.6 s), and says so."""
+    from tradingmem_assets.lib import validation, warehouse
+
+    hashed: Counter[str] = Counter()
+    original = warehouse.rows_digest
+
+    def counting(con, relation, params=None):
+        hashed[relation] += 1
+        return original(con, relation, params)
+
+    for module in (warehouse, validation):
+        monkeypatch.setattr(module, "rows_digest", counting)
+    trade_world(world)
+    result = world.materialize(LANDING + EVAL)
+    stored = [
+        e
+        for e in result.get_asset_check_evaluations()
+        if e.asset_key.to_user_string() == "evaluation_runs" and "stored" in e.check_name
+    ]
+    assert [e.passed for e in stored] == [True] and "validated_at_write_by_run" in stored[0].metadata
+    assert hashed["main.evaluation_runs"] == 1
 
 
 def test_low_coverage_is_insufficient_data(world: World):

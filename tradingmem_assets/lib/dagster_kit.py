@@ -267,7 +267,11 @@ def _stored_table_check(spec: StoredTableCheck) -> dg.AssetChecksDefinition:
                     if warehouse.records_run
                     else (learning_bound(con) or warehouse.as_of_ts)
                 )
-                by_run = validated_by(con, spec.stored_table) if spec.validated_at_write else None
+                by_run = (
+                    validated_by(con, spec.stored_table, digests=warehouse.digests)
+                    if spec.validated_at_write
+                    else None
+                )
                 if by_run is not None:
                     return dg.AssetCheckResult(
                         passed=True, metadata=validated_at_write_metadata(spec.stored_table, by_run)
