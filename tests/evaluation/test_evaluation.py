@@ -395,7 +395,9 @@ def test_the_stored_check_of_a_run_that_wrote_the_runs_reads_their_digest_not_th
     world: World, monkeypatch
 ):
     """Materialized from the UI, the evaluation and its stored check run together: the check reads
-    the digest the write left (at SF 10 each hash of the runs is 0.6 s), and says so."""
+    the digest the write left (at SF 10 each hash of the runs is 0.6 s), and says so. The write
+    hashes the runs once, while Pandera validates them, and that digest is the stored table's."""
+    from tradingmem_assets.defs.evaluation import assets as evaluation_assets
     from tradingmem_assets.lib import validation, warehouse
 
     hashed: Counter[str] = Counter()
@@ -405,7 +407,7 @@ def test_the_stored_check_of_a_run_that_wrote_the_runs_reads_their_digest_not_th
         hashed[relation] += 1
         return original(con, relation, params)
 
-    for module in (warehouse, validation):
+    for module in (warehouse, validation, evaluation_assets):
         monkeypatch.setattr(module, "rows_digest", counting)
     trade_world(world)
     result = world.materialize(LANDING + EVAL)
@@ -416,6 +418,12 @@ def test_the_stored_check_of_a_run_that_wrote_the_runs_reads_their_digest_not_th
     ]
     assert [e.passed for e in stored] == [True] and "validated_at_write_by_run" in stored[0].metadata
     assert hashed["main.evaluation_runs"] == 1
+    # hashed afresh, the table is what the run recorded as validated: the digest was of these rows
+    con = duckdb.connect(str(world.db), read_only=True)
+    try:
+        assert validation.validated_by(con, "main.evaluation_runs") == result.run_id
+    finally:
+        con.close()
 
 
 def test_low_coverage_is_insufficient_data(world: World):
