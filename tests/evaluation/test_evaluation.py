@@ -396,8 +396,7 @@ def test_the_stored_check_of_a_run_that_wrote_the_runs_reads_their_digest_not_th
 ):
     """Materialized from the UI, the evaluation and its stored check run together: the check reads
     the digest the write left (at SF 10 each hash of the runs is 0.6 s), and says so. The write
-    hashes the runs once, while Pandera validates them, and that digest is the stored table's."""
-    from tradingmem_assets.defs.evaluation import assets as evaluation_assets
+    hashes the runs once, and that digest is the stored table's."""
     from tradingmem_assets.lib import validation, warehouse
 
     hashed: Counter[str] = Counter()
@@ -407,7 +406,7 @@ def test_the_stored_check_of_a_run_that_wrote_the_runs_reads_their_digest_not_th
         hashed[relation] += 1
         return original(con, relation, params)
 
-    for module in (warehouse, validation, evaluation_assets):
+    for module in (warehouse, validation):
         monkeypatch.setattr(module, "rows_digest", counting)
     trade_world(world)
     result = world.materialize(LANDING + EVAL)

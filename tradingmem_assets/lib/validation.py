@@ -238,19 +238,14 @@ def record_validated(
     reads: Sequence[str] = (),
     as_of: datetime | None = None,
     digests: RunDigests | None = None,
-    digest: str | None = None,
 ) -> None:
     """Say that ``table``, as it is stored now, was validated whole by run ``run_id`` (call after
     the write committed, and only when every invariant of its stored checks held over every row;
     ``reads``: the other tables those invariants read, ``as_of``: the instant they were checked at).
     With the run's ``digests``, call it after the run's last write of ``table``: they learn its
-    content, for the checks and the run's record after it (``digest``: its ``rows_digest``, when
-    the caller hashed the rows it wrote, else it is hashed here)."""
+    content, for the checks and the run's record after it."""
     if digests is not None:
-        if digest is None:
-            digests.written(con, table)
-        else:
-            digests.note(table, digest)
+        digests.written(con, table)
     state = _validated_state(con, table, reads, as_of, digests)
     ensure_table(con, tables.VALIDATED_CONTENTS, pl.DataFrame(schema=table_dtypes(tables.VALIDATED_CONTENTS)))
     con.execute(f"DELETE FROM {tables.VALIDATED_CONTENTS} WHERE table_name = ?", [table])

@@ -21,7 +21,7 @@ from tradingmem_assets.lib.dagster_kit import (
 )
 from tradingmem_assets.lib.tables import raw_key
 from tradingmem_assets.lib.validation import record_validated
-from tradingmem_assets.lib.warehouse import rows_digest, scalar, transaction
+from tradingmem_assets.lib.warehouse import scalar, transaction
 
 RUNS_INVARIANTS_CHECK = "evaluation_runs_invariants"
 
@@ -83,16 +83,8 @@ def evaluation(context: dg.AssetExecutionContext, warehouse: WarehouseResource):
         with transaction(con):
             written = incremental.write_runs(con, incremental=since is not None)
             create_components_view(con)
-            # incremental: the rest of the table is as the last successful run left it, validated.
-            # A full build hashes the runs it wrote while Pandera validates them (the record of the
-            # validation below needs their digest)
-            digest: list[str] = []
-            validation, _ = validate_runs(
-                con,
-                written,
-                None if since is None else tables.EVALUATION_RUNS,
-                also=(lambda: digest.append(rows_digest(con, written))) if since is None else None,
-            )
+            # incremental: the rest of the table is as the last successful run left it, validated
+            validation, _ = validate_runs(con, written, None if since is None else tables.EVALUATION_RUNS)
             yield from refuse_write(
                 validation, "evaluation_runs", [(RUNS_INVARIANTS_CHECK, "evaluation_runs")]
             )
@@ -105,13 +97,7 @@ def evaluation(context: dg.AssetExecutionContext, warehouse: WarehouseResource):
                 warehouse.digests,
             )
         # every run is valid now: the stored check need not validate them again while they stay so
-        record_validated(
-            con,
-            tables.EVALUATION_RUNS,
-            context.run_id,
-            digests=warehouse.digests,
-            digest=next(iter(digest), None),
-        )
+        record_validated(con, tables.EVALUATION_RUNS, context.run_id, digests=warehouse.digests)
         touched = None
         if since is not None:
             touched = scalar(con, "SELECT count(*) FROM _ev_touched")

@@ -91,10 +91,7 @@ EVALUATION_RUNS_INVARIANTS = pa.DataFrameSchema(
 
 
 def validate_runs(
-    con: duckdb.DuckDBPyConnection,
-    relation: str,
-    stored: str | None = None,
-    also: Callable[[], None] | None = None,
+    con: duckdb.DuckDBPyConnection, relation: str, stored: str | None = None
 ) -> tuple[Validation, int]:
     """Every invariant over ``relation`` (a run table), one decision bucket in Python at a time
     (each rule is per run or per decision; repeated run ids are found in SQL), and the rows
@@ -102,8 +99,7 @@ def validate_runs(
     every run of their decisions): a run id of theirs that another run there also has is a
     failure too, so a table valid before stays valid as a whole.
 
-    Pandera reads the buckets in a second thread while the connection finds the repeated run ids,
-    then does ``also`` (more of the caller's work on the connection, such as the rows' digest)."""
+    Pandera reads the buckets in a second thread while the connection finds the repeated run ids."""
     repeated = []
 
     def on_the_connection() -> None:
@@ -111,8 +107,6 @@ def validate_runs(
         if stored is not None:
             sharing = f"(SELECT run_id FROM {stored} WHERE run_id IN (SELECT run_id FROM {relation}))"
             repeated.append(repeated_values(con, sharing, "run_id"))
-        if also is not None:
-            also()
 
     with buckets(con, relation, VALIDATED_COLUMNS, "decision_id", BUCKET_ROWS) as frames:
         validation, rows = validate_beside(EVALUATION_RUNS_INVARIANTS, frames, on_the_connection)
