@@ -109,9 +109,8 @@ policy AS (  -- the stored versions by their decision, the fresh ones by their g
     SELECT r.decision_id, r.run_id, r.run_version,
            CASE WHEN r.run_version = 0 THEN x.executed_at ELSE r.known_at END AS effective_at
     FROM _ev_previous r
-    JOIN _ev_decisions d USING (decision_id)
-    JOIN _ev_roles ro ON ro.role_id = d.role_id AND ro.primary_profile = r.profile_id
     JOIN _ev_exec x USING (decision_id)
+    JOIN _ev_roles ro ON ro.role_id = x.role_id AND ro.primary_profile = r.profile_id
     WHERE r.run_version IN (0, 1)
     UNION ALL
     SELECT k.decision_id, f.run_id, f.run_version,
