@@ -44,7 +44,13 @@ import duckdb
 import polars as pl
 
 from tradingmem_assets.defs.evaluation.incremental import TOUCHED_SQL
-from tradingmem_assets.defs.evaluation.versions import ALL_RUNS_SQL, FRESH_SQL, FRESH_TABLE_SQL, PRIMARIES_SQL
+from tradingmem_assets.defs.evaluation.versions import (
+    ALL_RUNS_SQL,
+    FRESH_SQL,
+    FRESH_TABLE_SQL,
+    PRIMARIES_SQL,
+    gid_sql,
+)
 from tradingmem_assets.lib import tables
 from tradingmem_assets.lib.columns import table_dtypes
 from tradingmem_assets.lib.warehouse import md5_lower_sql, run_script, table_exists
@@ -107,7 +113,8 @@ def _fills_digest(alias: str) -> str:
 # joins (a wide build side of 2.9 million rows at SF 10 cost more than the narrow one).
 _WINDOWS_CTE = """
 joined AS (
-    SELECT s.cut, g.*, x.direction, x.vwap, x.fills_digest, x.exec_head, ph.profile_head,
+    SELECT s.cut, s.gid, g.win_start, ph.horizon_days, ph.benchmark_symbol, ph.min_coverage,
+           x.direction, x.vwap, x.fills_digest, x.exec_head, ph.profile_head,
            x.weekend, e.before_seq, e.before_fp, e.vol30, e.vol_n, e.vol_fp,
            a.exit_ts, a.exit_close, a.exit_seq, a.exit_fp, a.bench_in_ts, a.bench_in, a.bench_out_ts, a.bench_out,
            CASE WHEN x.direction = 'short' THEN -1.0 ELSE 1.0 END AS sign
@@ -116,7 +123,7 @@ joined AS (
     JOIN _ev_exec x USING (xid)
     JOIN _ev_at_exec e USING (xid)
     JOIN _ev_at_grid a USING (gid)
-    JOIN _ev_profile_heads ph USING (profile_id)
+    JOIN _ev_profiles ph USING (pidx)
 ),
 measured AS (
     SELECT j.*,
@@ -131,13 +138,14 @@ measured AS (
 """
 
 # What the inputs hash of a state covers before its settled part (the open window's covers only
-# this): the profile's fields and the execution's, each spelled once (``_ev_profile_heads``, the
+# this): the profile's fields and the execution's, each spelled once (``_ev_profiles``, the
 # execution's ``exec_head``) rather than for each state. ``concat_ws`` of the two spellings is the
 # spelling of their fields, so every stored hash holds (``SETTLED_HASHES`` in the tests).
 _HASH_HEAD = "'{kind}', s.profile_head, s.exec_head"
 
 # Every settled state, measured. Temp tables are not compressed: a row carries the gid, not the
-# decision, execution and profile strings (``_ev_keys``), and flags instead of what they derive from.
+# decision, execution and profile strings (``versions.gid_sql``), and flags instead of what they
+# derive from.
 _MEASURED_SQL = f"""
 CREATE OR REPLACE TEMP TABLE _ev_measured AS
 WITH {_WINDOWS_CTE},
@@ -183,9 +191,8 @@ _PENDING_SQL = f"""
 CREATE OR REPLACE TEMP TABLE _ev_pending AS
 SELECT s.gid, s.vol30 AS volatility, s.vol_n < 29 AS short_history,
        sha256(concat_ws('|', {_HASH_HEAD.format(kind="pending")})) AS inputs_hash
-FROM (SELECT g.gid, x.exec_head, ph.profile_head, e.vol30, e.vol_n
-      FROM _ev_grid g JOIN _ev_exec x USING (xid) JOIN _ev_at_exec e USING (xid)
-      JOIN _ev_profile_heads ph USING (profile_id)) s
+FROM (SELECT {gid_sql("x.xid", "ph.pidx")} AS gid, x.exec_head, ph.profile_head, e.vol30, e.vol_n
+      FROM _ev_exec x CROSS JOIN _ev_profiles ph JOIN _ev_at_exec e USING (xid)) s
 """
 
 # The evaluation pipeline: each statement creates one temp table; every ASOF join runs over a
@@ -261,46 +268,47 @@ vol AS (
 )
 SELECT * FROM before JOIN vol USING (xid)
 """,
+    # every profile with its number (``pidx``) and its fields as the inputs hash spells them
     """
-CREATE OR REPLACE TEMP TABLE _ev_profile_heads AS
-SELECT profile_id,
+CREATE OR REPLACE TEMP TABLE _ev_profiles AS
+SELECT (row_number() OVER (ORDER BY profile_id) - 1)::BIGINT AS pidx, profile_id, horizon_days,
+       benchmark_symbol, min_coverage,
        concat_ws('|', profile_id, horizon_days::VARCHAR, coalesce(benchmark_symbol, '-'),
                  min_coverage::VARCHAR) AS profile_head
 FROM raw.benchmark_profiles
 """,
-    """
+    f"""
 CREATE OR REPLACE TEMP TABLE _ev_grid AS
-SELECT row_number() OVER () AS gid, x.xid, x.symbol, x.executed_at AS win_start,
-       x.executed_at + to_days(p.horizon_days::INTEGER) AS win_end,
-       p.profile_id, p.horizon_days, p.benchmark_symbol, p.min_coverage
-FROM _ev_exec x CROSS JOIN raw.benchmark_profiles p
+SELECT {gid_sql("x.xid", "p.pidx")} AS gid, x.xid, x.symbol, x.executed_at AS win_start,
+       x.executed_at + to_days(p.horizon_days::INTEGER) AS win_end, p.pidx, p.benchmark_symbol
+FROM _ev_exec x CROSS JOIN _ev_profiles p
 """,
-    # what a gid stands for: the measured rows carry only the gid (temp tables are not compressed,
-    # and three strings a row made them spill under the memory cap); whether its profile is the
-    # primary one of the decision's role, so the primary policy reads its versions by gid
+    # the executions with a fill after a window's end (none, mostly), with those windows
     """
-CREATE OR REPLACE TEMP TABLE _ev_keys AS
-SELECT g.gid, x.decision_id, x.execution_id, g.profile_id, x.executed_at, r.role_id IS NOT NULL AS policy
+CREATE OR REPLACE TEMP TABLE _ev_late AS
+SELECT g.gid, g.win_end, x.execution_id, x.last_fill_at
 FROM _ev_grid g JOIN _ev_exec x USING (xid)
-LEFT JOIN _ev_roles r ON r.role_id = x.role_id AND r.primary_profile = g.profile_id
+WHERE x.last_fill_at > g.win_end
 """,
-    # the settled states of each (execution, profile): the window end, then every later fill
+    # the settled states of each (execution, profile): the window end, then every later fill (after
+    # the window's end: never a window end's row)
     """
 CREATE OR REPLACE TEMP TABLE _ev_states AS
 SELECT gid, win_end AS cut FROM _ev_grid WHERE win_end <= $as_of
-UNION
-SELECT g.gid, f.filled_at AS cut
-FROM _ev_grid g JOIN _ev_exec x USING (xid) JOIN raw.trade_fills f ON f.execution_id = x.execution_id
-WHERE x.last_fill_at > g.win_end AND f.filled_at > g.win_end AND f.filled_at <= $as_of
+UNION ALL
+SELECT DISTINCT l.gid, f.filled_at AS cut
+FROM _ev_late l JOIN raw.trade_fills f ON f.execution_id = l.execution_id
+WHERE f.filled_at > l.win_end AND f.filled_at <= $as_of
 """,
-    # the fills of a state, where they differ from all fills seen (only states before a later fill)
+    # the fills of a state, where they differ from all fills seen (only states before a later fill,
+    # of a late execution: a state's cut is at or after its window's end)
     f"""
 CREATE OR REPLACE TEMP TABLE _ev_state_fills AS
 SELECT gid, cut, {_vwap("fills")} AS vwap, fills_digest
 FROM (SELECT s.gid, s.cut, {_fills_in_order("f.")} AS fills, {_fills_digest("f.")} AS fills_digest
-      FROM _ev_states s JOIN _ev_grid g USING (gid) JOIN _ev_exec x USING (xid)
-      JOIN raw.trade_fills f ON f.execution_id = x.execution_id AND f.filled_at <= s.cut
-      WHERE x.last_fill_at > s.cut
+      FROM _ev_states s JOIN _ev_late l USING (gid)
+      JOIN raw.trade_fills f ON f.execution_id = l.execution_id AND f.filled_at <= s.cut
+      WHERE l.last_fill_at > s.cut
       GROUP BY s.gid, s.cut)
 """,
     # per (execution, profile): exit bar of the symbol; benchmark entry and exit
@@ -331,7 +339,7 @@ DROP TABLE _ev_state_fills;
 DROP TABLE _ev_states;
 DROP TABLE _ev_grid;
 DROP TABLE _ev_at_exec;
-DROP TABLE _ev_profile_heads;
+DROP TABLE _ev_late;
 DROP TABLE _ev_bars
 """,
 )

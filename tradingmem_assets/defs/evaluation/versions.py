@@ -1,7 +1,7 @@
 """Evaluation versions and primaries (SPEC sections 4 and 16), as SQL over the measured states.
 
-They read the temp tables of ``scoring.evaluate`` (``_ev_measured``, ``_ev_pending``, ``_ev_keys``,
-``_ev_previous``, ``_ev_exec``, ``_ev_roles``) and build ``_ev_fresh`` (a view of the versions to
+They read the temp tables of ``scoring.evaluate`` (``_ev_measured``, ``_ev_pending``, ``_ev_exec``,
+``_ev_profiles``, ``_ev_previous``, ``_ev_roles``) and build ``_ev_fresh`` (a view of the versions to
 append, the only measured rows kept), ``_ev_primaries`` (every interval a run was primary) and
 ``_ev_all`` (every run with its primary flag as of the run).
 """
@@ -21,16 +21,34 @@ _MEASURED = ", ".join(MEASURED_COLUMNS)
 # an open window measures its volatility only
 _PENDING_MEASURED = ", ".join(c if c in ("volatility", "short_history") else "NULL" for c in MEASURED_COLUMNS)
 
+
+# A gid stands for one (decision, profile) of a run: the row of its chosen execution in ``_ev_exec``
+# (``xid``) and its profile's number in ``_ev_profiles`` (``pidx``), packed in one BIGINT. The
+# decision, execution and profile strings are looked up by those two parts where runs are written
+# (per execution and per profile), never from a table of every gid's strings.
+def gid_sql(xid: str, pidx: str) -> str:
+    return f"(({xid}) << 32) + ({pidx})"
+
+
+def gid_parts_sql(gid: str) -> str:
+    """SQL joins that bring the execution (``_ev_exec`` as ``x``) and the profile (``_ev_profiles``
+    as ``pr``) of the gid ``gid``."""
+    return (
+        f"JOIN _ev_exec x ON x.xid = (({gid}) >> 32) "
+        f"JOIN _ev_profiles pr ON pr.pidx = (({gid}) & {0xFFFFFFFF})"
+    )
+
+
 # Version 0 once per (decision, profile); a settled state when no stored version has its hash,
 # numbered after the stored versions in the order the states became knowable. Decided on narrow
-# keys (the measured rows are wide: sorting them would carry every column); gid (one per decision
-# and profile in this run, ``_ev_keys``) stands for (decision_id, profile_id). Only the gids with
-# stored versions or more than one state (``_ev_numbered``: few, in a build from nothing) need the
-# grouping and numbering: any other state is fresh, version 1 (``FRESH_TABLE_SQL``).
-FRESH_SQL = """
+# keys (the measured rows are wide: sorting them would carry every column): a gid (``gid_sql``)
+# stands for (decision_id, profile_id). Only the gids with stored versions or more than one state
+# (``_ev_numbered``: few, in a build from nothing) need the grouping and numbering: any other
+# state is fresh, version 1 (``FRESH_TABLE_SQL``).
+FRESH_SQL = f"""
 CREATE OR REPLACE TEMP TABLE _ev_previous_by_gid AS
-SELECT k.gid, p.run_version, p.inputs_hash
-FROM _ev_previous p JOIN _ev_keys k USING (decision_id, profile_id);
+SELECT {gid_sql("x.xid", "pr.pidx")} AS gid, p.run_version, p.inputs_hash
+FROM _ev_previous p JOIN _ev_exec x USING (decision_id) JOIN _ev_profiles pr USING (profile_id);
 CREATE OR REPLACE TEMP TABLE _ev_numbered AS
 SELECT gid FROM _ev_previous_by_gid
 UNION
@@ -57,7 +75,7 @@ FROM candidates c LEFT JOIN latest l USING (gid)
 # them); then the measured rows are dropped, so what follows (at SF 30, 17 million runs) does not
 # spill them. The settled and the open-window versions are kept apart (an open window has no
 # measured price: its columns would be nulls taking room), and ``_ev_fresh`` shows them as one.
-# Their strings are joined from ``_ev_keys`` where they are written. A state whose instant was
+# Their strings are looked up by the gid where they are written. A state whose instant was
 # already behind the previous learning run is knowable only now (``scoring``'s docstring).
 FRESH_TABLE_SQL = f"""
 CREATE OR REPLACE TEMP TABLE _ev_fresh_settled AS
@@ -73,14 +91,14 @@ SELECT f.* REPLACE (
            CASE WHEN $prev_bound::TIMESTAMPTZ IS NOT NULL AND f.known_at <= $prev_bound::TIMESTAMPTZ
                     THEN $as_of::TIMESTAMPTZ
                 ELSE f.known_at END AS known_at),
-       'er_' || left(sha256(k.decision_id || '|' || k.profile_id || '|' || f.run_version::VARCHAR), 16)
+       'er_' || left(sha256(x.decision_id || '|' || pr.profile_id || '|' || f.run_version::VARCHAR), 16)
            AS run_id,
        $as_of::TIMESTAMPTZ AS created_at
-FROM fresh f JOIN _ev_keys k ON k.gid = f.gid;
+FROM fresh f {gid_parts_sql("f.gid")};
 CREATE OR REPLACE TEMP TABLE _ev_fresh_pending AS
-SELECT p.*, 'er_' || left(sha256(k.decision_id || '|' || k.profile_id || '|0'), 16) AS run_id,
+SELECT p.*, 'er_' || left(sha256(x.decision_id || '|' || pr.profile_id || '|0'), 16) AS run_id,
        $as_of::TIMESTAMPTZ AS created_at
-FROM _ev_pending p JOIN _ev_keys k USING (gid)
+FROM _ev_pending p {gid_parts_sql("p.gid")}
 WHERE NOT EXISTS (SELECT 1 FROM _ev_previous_by_gid q WHERE q.gid = p.gid AND q.run_version = 0);
 DROP TABLE _ev_previous_by_gid;
 DROP TABLE _ev_numbered;
@@ -101,8 +119,18 @@ FROM _ev_fresh_pending
 # A decision no promotion names (all but a few) has at most two policy events, two distinct runs:
 # its intervals follow from one ``lead`` (at one instant, version 1 wins: the empty interval of
 # version 0 is dropped). Only the promoted decisions' events go through the ordering of policy
-# and promotions, so the windows that sort by decision run over their few rows.
-PRIMARIES_SQL = """
+# and promotions, so the windows that sort by decision run over their few rows. The gids on their
+# role's primary profile (``_ev_policy``) and the promotions' gids (``_ev_promoted``) are tables of
+# their own: the planner then knows the promotions are few and builds its joins on them.
+PRIMARIES_SQL = f"""
+CREATE OR REPLACE TEMP TABLE _ev_policy AS
+SELECT {gid_sql("x.xid", "pr.pidx")} AS gid, x.decision_id, x.executed_at
+FROM _ev_exec x JOIN _ev_roles ro ON ro.role_id = x.role_id
+JOIN _ev_profiles pr ON pr.profile_id = ro.primary_profile;
+CREATE OR REPLACE TEMP TABLE _ev_promoted AS
+SELECT p.*, {gid_sql("x.xid", "pr.pidx")} AS gid
+FROM raw.evaluation_promotions p JOIN _ev_exec x USING (decision_id) JOIN _ev_profiles pr USING (profile_id)
+WHERE p.promoted_at <= $as_of;
 CREATE OR REPLACE TEMP TABLE _ev_primaries AS
 WITH promoted AS (SELECT * FROM raw.evaluation_promotions WHERE promoted_at <= $as_of),
 policy AS (  -- the stored versions by their decision, the fresh ones by their gid
@@ -115,18 +143,17 @@ policy AS (  -- the stored versions by their decision, the fresh ones by their g
     UNION ALL
     SELECT k.decision_id, f.run_id, f.run_version,
            CASE WHEN f.run_version = 0 THEN k.executed_at ELSE f.known_at END AS effective_at
-    FROM _ev_fresh f JOIN _ev_keys k USING (gid)
-    WHERE k.policy AND f.run_version IN (0, 1)
+    FROM _ev_fresh f JOIN _ev_policy k USING (gid)
+    WHERE f.run_version IN (0, 1)
 ),
 explicit AS (  -- from the few promotions: the stored versions they name, then the fresh ones
     SELECT r.decision_id, r.run_id, greatest(p.promoted_at, coalesce(r.known_at, p.promoted_at)) AS effective_at,
            p.promoted_at, r.profile_id, r.run_version
     FROM promoted p JOIN _ev_previous r USING (decision_id, profile_id, run_version)
     UNION ALL
-    SELECT k.decision_id, f.run_id, greatest(p.promoted_at, coalesce(f.known_at, p.promoted_at)),
-           p.promoted_at, k.profile_id, f.run_version
-    FROM promoted p JOIN _ev_keys k USING (decision_id, profile_id)
-    JOIN _ev_fresh f ON f.gid = k.gid AND f.run_version = p.run_version
+    SELECT p.decision_id, f.run_id, greatest(p.promoted_at, coalesce(f.known_at, p.promoted_at)),
+           p.promoted_at, p.profile_id, f.run_version
+    FROM _ev_promoted p JOIN _ev_fresh f ON f.gid = p.gid AND f.run_version = p.run_version
 ),
 events AS (  -- of the promoted decisions only
     SELECT decision_id, effective_at, run_id AS policy_run, NULL::VARCHAR AS explicit_run,
@@ -155,7 +182,9 @@ UNION ALL
 SELECT decision_id, run_id, effective_at AS primary_from,
        lead(effective_at) OVER (PARTITION BY decision_id ORDER BY effective_at, run_version) AS primary_until
 FROM policy ANTI JOIN explicit USING (decision_id)
-QUALIFY primary_until IS NULL OR primary_until > primary_from
+QUALIFY primary_until IS NULL OR primary_until > primary_from;
+DROP TABLE _ev_policy;
+DROP TABLE _ev_promoted
 """
 
 # All runs with is_primary / promoted_at as of this run (the open primary interval): a view, so a
@@ -167,9 +196,9 @@ WITH runs AS (
            created_at, {_MEASURED}
     FROM _ev_previous
     UNION ALL
-    SELECT f.run_id, k.decision_id, k.execution_id, k.profile_id, f.run_version, f.inputs_hash, f.status,
+    SELECT f.run_id, x.decision_id, x.execution_id, pr.profile_id, f.run_version, f.inputs_hash, f.status,
            f.known_at, f.created_at, {", ".join(f"f.{c}" for c in MEASURED_COLUMNS)}
-    FROM _ev_fresh f JOIN _ev_keys k USING (gid)
+    FROM _ev_fresh f {gid_parts_sql("f.gid")}
 )
 SELECT r.run_id, r.decision_id, r.execution_id, r.profile_id, r.run_version, r.inputs_hash, r.status,
        p.run_id IS NOT NULL AS is_primary, p.primary_from AS promoted_at, r.created_at, r.known_at,
