@@ -70,7 +70,7 @@ ADVISOR_CUSTOMER_VIEW = "main.advisor_customer_view"
 CUSTOMER_KB = "main.customer_kb"
 # Columns stored with a compression of their own rather than DuckDB's automatic choice (dictionary
 # and FSST), set where the table is created (``warehouse.create_table_as``): DuckDB has no statement
-# that changes a column's compression later. docs/performance.md has the measurements.
+# that changes a column's compression later. docs/performance-log.md has the measurements.
 # - ZSTD for long JSON text: at SF 10, 1.9 KB of generation basis a profile and 0.7 KB of
 #   provenance a case were written in half the time or less, in a fifth to a half of the file.
 # - uncompressed for hex digests and the ids made of them, which repeat little or not at all: FSST

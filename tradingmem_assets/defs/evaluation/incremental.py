@@ -73,7 +73,7 @@ def write_runs(con: duckdb.DuckDBPyConnection, incremental: bool) -> str:
         ).fetchall()
         return WRITTEN
     # not sorted: sorting the wide rows cost more than anything reading them saves (the validation's
-    # buckets do not depend on the order; docs/performance.md)
+    # buckets do not depend on the order; docs/performance-log.md)
     create_table_as(con, tables.EVALUATION_RUNS, "SELECT * FROM _ev_all", replace=True)
     con.execute(
         f"CREATE OR REPLACE TABLE {tables.EVALUATION_PRIMARIES} AS "
