@@ -120,8 +120,9 @@ FROM _ev_fresh_pending
 # its intervals follow from one ``lead`` (at one instant, version 1 wins: the empty interval of
 # version 0 is dropped). Only the promoted decisions' events go through the ordering of policy
 # and promotions, so the windows that sort by decision run over their few rows. The gids on their
-# role's primary profile (``_ev_policy``) and the promotions' gids (``_ev_promoted``) are tables of
-# their own: the planner then knows the promotions are few and builds its joins on them.
+# role's primary profile (``_ev_policy``) and the promotions visible at ``as_of`` with their gids
+# (``_ev_promoted``; null for a decision this run does not evaluate) are tables of their own: the
+# planner then knows the promotions are few and builds its joins on them.
 PRIMARIES_SQL = f"""
 CREATE OR REPLACE TEMP TABLE _ev_policy AS
 SELECT {gid_sql("x.xid", "pr.pidx")} AS gid, x.decision_id, x.executed_at
@@ -129,11 +130,11 @@ FROM _ev_exec x JOIN _ev_roles ro ON ro.role_id = x.role_id
 JOIN _ev_profiles pr ON pr.profile_id = ro.primary_profile;
 CREATE OR REPLACE TEMP TABLE _ev_promoted AS
 SELECT p.*, {gid_sql("x.xid", "pr.pidx")} AS gid
-FROM raw.evaluation_promotions p JOIN _ev_exec x USING (decision_id) JOIN _ev_profiles pr USING (profile_id)
+FROM raw.evaluation_promotions p
+LEFT JOIN _ev_exec x USING (decision_id) LEFT JOIN _ev_profiles pr USING (profile_id)
 WHERE p.promoted_at <= $as_of;
 CREATE OR REPLACE TEMP TABLE _ev_primaries AS
-WITH promoted AS (SELECT * FROM raw.evaluation_promotions WHERE promoted_at <= $as_of),
-policy AS (  -- the stored versions by their decision, the fresh ones by their gid
+WITH policy AS (  -- the stored versions by their decision, the fresh ones by their gid
     SELECT r.decision_id, r.run_id, r.run_version,
            CASE WHEN r.run_version = 0 THEN x.executed_at ELSE r.known_at END AS effective_at
     FROM _ev_previous r
@@ -149,7 +150,7 @@ policy AS (  -- the stored versions by their decision, the fresh ones by their g
 explicit AS (  -- from the few promotions: the stored versions they name, then the fresh ones
     SELECT r.decision_id, r.run_id, greatest(p.promoted_at, coalesce(r.known_at, p.promoted_at)) AS effective_at,
            p.promoted_at, r.profile_id, r.run_version
-    FROM promoted p JOIN _ev_previous r USING (decision_id, profile_id, run_version)
+    FROM _ev_promoted p JOIN _ev_previous r USING (decision_id, profile_id, run_version)
     UNION ALL
     SELECT p.decision_id, f.run_id, greatest(p.promoted_at, coalesce(f.known_at, p.promoted_at)),
            p.promoted_at, p.profile_id, f.run_version
