@@ -1,27 +1,44 @@
 """The benchmark runs end to end at a tiny scale and reports every figure SPEC section 14 asks for."""
 
+import json
 import subprocess
 import sys
 from datetime import UTC, datetime
 
 import polars as pl
+from click.testing import CliRunner
 
 from tests.incremental import expected_reads
-from tradingmem_assets.benchmark import benchmark, format_report, fresh_run_dir, peak_rss_mb
+from tradingmem_assets.benchmark import format_report, fresh_run_dir, peak_rss_mb
 from tradingmem_assets.benchmark.days import landing_until, last_weekday
+from tradingmem_assets.benchmark.docs import BEGIN, seconds, spelled
+from tradingmem_assets.cli import main
 
 
 def test_a_tiny_benchmark_reports_times_memory_recall_audit_and_the_bare_sql_ratio(tmp_path):
-    report = benchmark(0.003, 1, tmp_path)
+    page = tmp_path / "docs" / "performance.md"
+    page.parent.mkdir()
+    page.write_text("# Performance\n\nWritten by people.\n")
+    args = ["benchmark", "--scale", "0.003", "--repeat", "1", "--workdir", str(tmp_path), "--json"]
+    result = CliRunner().invoke(main, [*args, "--write-docs", str(page)])
+    assert result.exit_code == 0, result.output
+    report = json.loads(result.output)
     median = report["median"]
     assert report["decisions"] > 0 and median["end_to_end_s"] > 0 and median["peak_rss_mb"] > 0
     assert report["runs"][0]["peak_rss_all_mb"] >= report["runs"][0]["peak_rss_mb"]
     assert {"evaluation", "role_cases", "raw__trading_decisions"} <= set(median["step_s"])
     run = report["runs"][0]
     assert run["success"], run["error"]
-    for probe in ("recall", "audit", "bare_sql"):
+    for probe in ("recall", "audit", "bare_sql", "cold_recall"):
         assert "error" not in run[probe], run[probe]
     assert run["recall"]["hits"] > 0 and run["recall"]["p95_ms"] > 0
+    assert 0 < run["cold_recall"]["median_s"] <= run["cold_recall"]["max_s"]
+    assert report["measured_at"] and "commit" in report
+    # the report is kept beside the page, whose measured block it wrote; the people's text stays
+    assert json.loads((page.parent / "benchmarks" / "scale-0.003.json").read_text()) == report
+    written = page.read_text()
+    assert written.startswith("# Performance\n\nWritten by people.\n") and BEGIN in written
+    assert f"| end-to-end, main job | {spelled(median['end_to_end_s'], seconds)} |" in written
     bare = run["bare_sql"]
     assert bare["reference_s"] > 0 and bare["core_s"] > 0
     assert bare["ratio"] == round(bare["core_s"] / bare["reference_s"], 2)

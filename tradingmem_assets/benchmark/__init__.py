@@ -24,6 +24,7 @@ import sys
 import tempfile
 import time
 from collections.abc import Callable
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
@@ -154,6 +155,9 @@ def benchmark(
     return {
         "scale": scale,
         "repeats": repeats,
+        # when and on what code it was measured: a record of the measurement, not of the data
+        "measured_at": datetime.now(UTC).isoformat(timespec="seconds"),
+        "commit": _commit(),
         "as_of": day.isoformat(),
         "next_day_as_of": next_day.isoformat(),
         "landing_rows": summary.rows,
@@ -163,6 +167,23 @@ def benchmark(
         "median": median,
         "runs": runs,
     }
+
+
+def _commit() -> str | None:
+    """The project's git commit (``+`` when its files differ from it), or None outside a checkout."""
+    here = Path(__file__).parent
+
+    def git(*args: str) -> str | None:
+        try:
+            done = subprocess.run(["git", "-C", str(here), *args], capture_output=True, text=True, timeout=30)
+        except OSError:
+            return None
+        return done.stdout.strip() if done.returncode == 0 else None
+
+    commit = git("rev-parse", "--short", "HEAD")
+    if commit and git("status", "--porcelain", "--untracked-files=no"):
+        commit += "+"
+    return commit
 
 
 def format_report(report: dict) -> str:
@@ -233,6 +254,31 @@ def _recall_latency(instance: Any, database: Path, landing_dir: Path, as_of: str
         "p95_ms": round(timings[int(len(timings) * 0.95) - 1], 2),
         "hits": hits,
     }
+
+
+@probe("cold_recall")
+def _cold_recall(instance: Any, database: Path, landing_dir: Path, as_of: str) -> dict:
+    """Seconds of ``tradingmem recall`` as a fresh process (its imports included), three times, on
+    the role with the most recallable rows (ROLE_MEMORY_MODE=active for the command only)."""
+    import os
+
+    from tradingmem_assets.lib.warehouse import connection
+
+    with connection(database, read_only=True) as con:
+        rows = con.execute(
+            "SELECT role_id FROM main.role_recall_index GROUP BY role_id "
+            "ORDER BY count(*) DESC, role_id LIMIT 1"
+        ).fetchall()
+    if not rows:
+        raise RuntimeError("no recallable row: nothing to recall")
+    env = {**os.environ, "TRADINGMEM_DB": str(database), "ROLE_MEMORY_MODE": "active"}
+    command = [sys.executable, "-m", "tradingmem_assets.cli", "recall", "trend confirmed by volume"]
+    timings = []
+    for _ in range(3):
+        started = time.perf_counter()
+        subprocess.run([*command, "--role", rows[0][0], "--json"], env=env, capture_output=True, check=True)
+        timings.append(time.perf_counter() - started)
+    return {"median_s": round(statistics.median(timings), 3), "max_s": round(max(timings), 3)}
 
 
 CORE_STEPS = ("evaluation", "role_cases")

@@ -21,15 +21,30 @@ from tradingmem_assets.cli.common import json_option, progress
     show_default=True,
     help="Also time a replay (same files and as_of) and a run one day later.",
 )
+@click.option(
+    "--write-docs",
+    "page",
+    type=click.Path(dir_okay=False, path_type=Path),
+    default=None,
+    help="Keep the report beside this page (benchmarks/scale-SF.json) and rewrite the page's measured "
+    "block from every report kept there (e.g. docs/performance.md).",
+)
 @json_option
-def benchmark_cmd(scale: float, repeats: int, workdir: str | None, incremental: bool, as_json: bool):
+def benchmark_cmd(
+    scale: float, repeats: int, workdir: str | None, incremental: bool, page: Path | None, as_json: bool
+):
     """Generate data at a scale factor, run the main job REPEAT times, report medians."""
     from tradingmem_assets.benchmark import benchmark, format_report
 
     report = benchmark(
         scale, repeats, Path(workdir) if workdir else None, say=progress(as_json), incremental=incremental
     )
-    return report, format_report(report)
+    text = format_report(report)
+    if page is not None:
+        from tradingmem_assets.benchmark.docs import write_docs
+
+        text += f"\nreport kept in {write_docs(page, report)}; {page} rewritten between its markers"
+    return report, text
 
 
 def register(group: click.Group) -> None:
