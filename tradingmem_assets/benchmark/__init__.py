@@ -181,7 +181,7 @@ def _commit() -> str | None:
         return done.stdout.strip() if done.returncode == 0 else None
 
     commit = git("rev-parse", "--short", "HEAD")
-    if commit and git("status", "--porcelain", "--untracked-files=no"):
+    if commit and git("status", "--porcelain", "--untracked-files=no", "--", str(here.parent)):
         commit += "+"
     return commit
 

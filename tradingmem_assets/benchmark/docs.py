@@ -57,6 +57,12 @@ def _landing(run: dict) -> float | None:
     return sum(v for k, v in steps.items() if k.startswith(LANDING_PREFIX)) if steps else None
 
 
+def _outside_steps(run: dict) -> float | None:
+    """The run's seconds outside its steps (its start and end, Dagster between the steps)."""
+    total = END_TO_END(run)
+    return None if total is None or not run.get("step_s") else total - sum(run["step_s"].values())
+
+
 def values(report: dict, figure: Figure) -> list[float]:
     """The figure's value in each repetition that has it."""
     return [v for v in map(figure, report.get("runs", [])) if v is not None]
@@ -162,6 +168,7 @@ FIGURES: tuple[tuple[str, Figure, Unit], ...] = (
     ("end-to-end, main job", END_TO_END, seconds),
     ("peak RSS of the main job", PEAK_RSS, mib),
     ("the 23 landing steps", _landing, seconds),
+    ("the run outside its steps", _outside_steps, seconds),
     (CORE_LABEL, CORE, seconds),
     ("bare DuckDB SQL reference of the core", BARE, seconds),
     ("ratio core / bare SQL", RATIO, times),
