@@ -83,6 +83,7 @@ def test_a_failed_repetition_counts_in_no_figure():
     crashed = {**_run(10.0), "success": False, "error": "evaluation failed"}
     block = render({10.0: _report(10, [_run(80.0), crashed, _run(90.0)])})
     assert _target(block, "SF 10 end-to-end")[1] == "85.0 s (80.0–90.0)"
+    assert "| the landing steps, together | 2.00 s (2.00–2.00) |" in block
     assert "| repetitions | 3 (1 failed) |" in block
 
 
@@ -99,7 +100,7 @@ def test_the_page_outside_the_markers_is_kept_and_reports_accumulate_by_scale(tm
     assert second.count(BEGIN) == 1 and second.endswith("\nAnalysis below.\n")
     assert "| figure | SF 1 | SF 10 |" in second and "| end-to-end, main job | 15.0 s | 88.0 s |" in second
     # 88 s of run, 1.5 + 0.5 + 22 + 2 s of steps
-    assert "| the 23 landing steps | 2.00 s | 2.00 s |" in second
+    assert "| the landing steps, together | 2.00 s | 2.00 s |" in second
     assert "| the run outside its steps | 7.25 s | 62.0 s |" in second
     # a later report of a scale replaces the earlier one
     write_docs(page, _report(10, [_run(80.0)]))
