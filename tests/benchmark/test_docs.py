@@ -75,6 +75,7 @@ def test_a_target_without_its_report_or_figure_is_not_judged():
     block = render({1.0: _report(1, [_run(15.0, next_day=0.55)]), 10.0: _report(10, [failed_probe])})
     assert _target(block, "SF 30 end-to-end")[1:] == ["needs an SF 30 and an SF 10 report", "–"]
     assert _target(block, "SF 10 `tradingmem recall`")[1:] == ["no SF 10 report with it", "–"]
+    assert "| `tradingmem recall` as a fresh process | 0.70 s | failed (CalledProcessError) |" in block
     # every scale's next day must hold: SF 1's 55 % fails the target
     assert _target(block, "next day")[2] == "**not met**"
 

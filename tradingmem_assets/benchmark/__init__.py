@@ -3,14 +3,15 @@
 Each repetition runs in a fresh subprocess (so peak RSS is that run's own) on a fresh warehouse;
 the report gives every repetition and the medians. Not a test: machines here are noisy.
 
-    tradingmem benchmark --scale 1 --repeat 3 [--no-incremental] [--json]
+    tradingmem benchmark --scale 1 --repeat 3 [--no-incremental] [--json] [--write-docs PAGE]
 
 The demo world is written once; the full build reads the landing files as they stood at the end
 of the last weekday before its anchor, at that instant (``days.py``). In each repetition, after
-the main job, the probes time the other targets: one audit pass, recall latency, and the bare
-DuckDB SQL reference of the admission + evaluation core (reference.py) on the same landing files,
-with the ratio of the project's core steps to it. Then a replay, the next day (files grown by one
-weekday of rows) and a quiet day after it.
+the main job, the probes time the other targets: one audit pass, recall latency (in process, then
+``tradingmem recall`` as a fresh process), and the bare DuckDB SQL reference of the admission +
+evaluation core (reference.py) on the same landing files, with the ratio of the project's core
+steps to it. Then a replay, the next day (files grown by one weekday of rows) and a quiet day
+after it. ``docs.py`` writes the measured block of ``docs/performance.md`` from the reports.
 """
 
 from __future__ import annotations
