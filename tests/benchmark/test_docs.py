@@ -71,11 +71,20 @@ def test_each_target_is_judged_on_the_median_of_the_repetitions():
 
 
 def test_a_target_without_its_report_or_figure_is_not_judged():
-    failed_probe = _run(50.0, cold_recall={"error": "CalledProcessError: exit 2"})
+    failed_probe = _run(
+        50.0,
+        cold_recall={"error": "CalledProcessError: exit 2"},
+        bare_sql={"error": "OutOfMemoryException: failed to pin block"},
+    )
     block = render({1.0: _report(1, [_run(15.0, next_day=0.55)]), 10.0: _report(10, [failed_probe])})
     assert _target(block, "SF 30 end-to-end")[1:] == ["needs an SF 30 and an SF 10 report", "–"]
-    assert _target(block, "SF 10 `tradingmem recall`")[1:] == ["no SF 10 report with it", "–"]
+    assert _target(block, "SF 10 `tradingmem recall`")[1:] == ["failed (CalledProcessError)", "–"]
+    assert _target(block, "SF 30 peak RSS")[1:] == ["no SF 30 report", "–"]
     assert "| `tradingmem recall` as a fresh process | 0.70 s | failed (CalledProcessError) |" in block
+    # the core is its steps' seconds, measured even when the bare reference ran out of memory
+    assert "| core (the 8 trading landing tables + evaluation + role_cases) | 7.25 s | 16.0 s |" in block
+    assert "| ratio core / bare SQL | 1.40× | failed (OutOfMemoryException) |" in block
+    assert _target(block, "SF 10 core")[1:] == ["failed (OutOfMemoryException)", "–"]
     # every scale's next day must hold: SF 1's 55 % fails the target
     assert _target(block, "next day")[2] == "**not met**"
 

@@ -332,11 +332,16 @@ def _bare_sql(instance: Any, database: Path, landing_dir: Path, as_of: str) -> d
     return {"reference_s": reference["total_s"], "reference_load_s": reference["load_s"]}
 
 
-def core_ratio(step_s: dict[str, float], bare: dict) -> dict:
-    """The project's landing (trading tables) + evaluation + role_cases seconds, and its ratio to the bare SQL."""
+def core_seconds(step_s: dict[str, float]) -> float:
+    """The project's landing (trading tables) + evaluation + role_cases seconds."""
     from tradingmem_assets.benchmark.reference import TRADING_TABLES
 
-    core = sum(step_s.get(f"raw__{t}", 0.0) for t in TRADING_TABLES) + sum(
+    return sum(step_s.get(f"raw__{t}", 0.0) for t in TRADING_TABLES) + sum(
         step_s.get(s, 0.0) for s in CORE_STEPS
     )
+
+
+def core_ratio(step_s: dict[str, float], bare: dict) -> dict:
+    """The core's seconds and their ratio to the bare SQL."""
+    core = core_seconds(step_s)
     return {"core_s": round(core, 3), "ratio": round(core / bare["reference_s"], 2)}
