@@ -244,7 +244,7 @@ def render(reports: dict[float, dict]) -> str:
     lines.append(_row(["---"] * (len(scales) + 1)))
     step_medians = {s: reports[s].get("median", {}).get("step_s", {}) for s in scales}
     landing = {s: sum(v for k, v in step_medians[s].items() if k.startswith(LANDING_PREFIX)) for s in scales}
-    lines.append(_row(["the landing steps, together", *(f"{landing[s]:.2f}" for s in scales)]))
+    lines.append(_row(["the landing steps (their medians, summed)", *(f"{landing[s]:.2f}" for s in scales)]))
     others = {k for s in scales for k in step_medians[s] if not k.startswith(LANDING_PREFIX)}
     largest = scales[-1] if scales else None
     for step in sorted(others, key=lambda k: (-step_medians[largest].get(k, 0.0), k)):
