@@ -33,7 +33,7 @@ def test_a_tiny_benchmark_reports_times_memory_recall_audit_and_the_bare_sql_rat
         assert "error" not in run[probe], run[probe]
     assert run["recall"]["hits"] > 0 and run["recall"]["p95_ms"] > 0
     assert 0 < run["cold_recall"]["median_s"] <= run["cold_recall"]["max_s"]
-    assert report["measured_at"] and "commit" in report
+    assert datetime.fromisoformat(run["started_at"]).utcoffset() is not None and "commit" in report
     # the report is kept beside the page, whose measured block it wrote; the people's text stays
     assert json.loads((page.parent / "benchmarks" / "scale-0.003.json").read_text()) == report
     written = page.read_text()

@@ -8,6 +8,7 @@ from tradingmem_assets.benchmark.docs import BEGIN, END, render, with_block, wri
 
 def _run(e2e: float, *, ratio: float = 1.4, peak: float = 2000.0, next_day: float = 0.3, **extra) -> dict:
     return {
+        "started_at": "2026-12-05T05:00:00+00:00",
         "success": True,
         "error": None,
         "end_to_end_s": e2e,
@@ -39,7 +40,6 @@ def _report(scale: float, runs: list[dict]) -> dict:
     return {
         "scale": scale,
         "repeats": len(runs),
-        "measured_at": "2026-12-05T05:00:00+00:00",
         "commit": "abc1234",
         "decisions": int(scale * 100_000),
         "median": {"step_s": {k: sorted(r["step_s"][k] for r in runs)[len(runs) // 2] for k in steps}},
@@ -95,6 +95,8 @@ def test_a_failed_repetition_counts_in_no_figure():
     assert _target(block, "SF 10 end-to-end")[1] == "85.0 s (80.0–90.0)"
     assert "| the landing steps, together | 2.00 s (2.00–2.00) |" in block
     assert "| repetitions | 3 (1 failed) |" in block
+    # when the first repetition's run started, from its record, and the commit measured
+    assert "| measured at, commit | 2026-12-05 05:00 UTC, `abc1234` |" in block
 
 
 def test_the_page_outside_the_markers_is_kept_and_reports_accumulate_by_scale(tmp_path):

@@ -17,6 +17,7 @@ after it. ``docs.py`` writes the measured block of ``docs/performance.md`` from 
 from __future__ import annotations
 
 import json
+import os
 import resource
 import shutil
 import statistics
@@ -51,7 +52,12 @@ def run_once(landing_dir: Path, database: Path, as_of: str, next_day: tuple[Path
 
     with scratch_instance() as instance:
         report = run_main_job(instance, database=str(database), landing_dir=str(landing_dir), as_of=as_of)
+        record = instance.get_run_record_by_id(report.run_id)
+        started = record.start_time if record is not None else None  # the run's own record of it
         out: dict = {
+            "started_at": datetime.fromtimestamp(started, UTC).isoformat(timespec="seconds")
+            if started
+            else None,
             "success": report.success,
             "error": report.error,
             "end_to_end_s": round(report.seconds, 3),
@@ -156,9 +162,7 @@ def benchmark(
     return {
         "scale": scale,
         "repeats": repeats,
-        # when and on what code it was measured: a record of the measurement, not of the data
-        "measured_at": datetime.now(UTC).isoformat(timespec="seconds"),
-        "commit": _commit(),
+        "commit": _commit(),  # the code measured (each repetition has its run's start)
         "as_of": day.isoformat(),
         "next_day_as_of": next_day.isoformat(),
         "landing_rows": summary.rows,
@@ -261,8 +265,6 @@ def _recall_latency(instance: Any, database: Path, landing_dir: Path, as_of: str
 def _cold_recall(instance: Any, database: Path, landing_dir: Path, as_of: str) -> dict:
     """Seconds of ``tradingmem recall`` as a fresh process (its imports included), three times, on
     the role with the most recallable rows (ROLE_MEMORY_MODE=active for the command only)."""
-    import os
-
     from tradingmem_assets.lib.warehouse import connection
 
     with connection(database, read_only=True) as con:

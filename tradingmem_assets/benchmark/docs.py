@@ -69,9 +69,13 @@ def _steps(run: dict) -> dict[str, float]:
     return {} if run.get("error") else run.get("step_s") or {}
 
 
+def _landing_sum(steps: dict[str, float]) -> float:
+    return sum(v for k, v in steps.items() if k.startswith(LANDING_PREFIX))
+
+
 def _landing(run: dict) -> float | None:
     steps = _steps(run)
-    return sum(v for k, v in steps.items() if k.startswith(LANDING_PREFIX)) if steps else None
+    return _landing_sum(steps) if steps else None
 
 
 def _outside_steps(run: dict) -> float | None:
@@ -243,8 +247,8 @@ def render(reports: dict[float, dict]) -> str:
     lines.append(_row(["step", *map(scale_name, scales)]))
     lines.append(_row(["---"] * (len(scales) + 1)))
     step_medians = {s: reports[s].get("median", {}).get("step_s", {}) for s in scales}
-    landing = {s: sum(v for k, v in step_medians[s].items() if k.startswith(LANDING_PREFIX)) for s in scales}
-    lines.append(_row(["the landing steps (their medians, summed)", *(f"{landing[s]:.2f}" for s in scales)]))
+    landing = (f"{_landing_sum(step_medians[s]):.2f}" for s in scales)
+    lines.append(_row(["the landing steps (their medians, summed)", *landing]))
     others = {k for s in scales for k in step_medians[s] if not k.startswith(LANDING_PREFIX)}
     largest = scales[-1] if scales else None
     for step in sorted(others, key=lambda k: (-step_medians[largest].get(k, 0.0), k)):
@@ -258,7 +262,8 @@ def _step(steps: dict[str, float], step: str) -> str:
 
 
 def _provenance(report: dict) -> str:
-    when = report.get("measured_at")
+    """When the first repetition's run started (its Dagster run record), and the commit measured."""
+    when = min((r["started_at"] for r in report.get("runs", []) if r.get("started_at")), default=None)
     parts = [f"{when[:16].replace('T', ' ')} UTC" if when else "–"]
     if report.get("commit"):
         parts.append(f"`{report['commit']}`")
