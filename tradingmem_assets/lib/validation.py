@@ -1,18 +1,16 @@
 """Run a Pandera schema lazily and keep its failure cases as data (never a bare traceback).
 
-Large tables are validated one customer range or one bucket of decisions at a time, so only one
-range or bucket is in Python at once.
+Large tables are validated one customer range, or one streamed batch of rows, at a time, so only
+a few are in Python at once.
 """
 
 from __future__ import annotations
 
-import tempfile
+from collections import deque
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
-from contextlib import contextmanager
 from dataclasses import dataclass
 from datetime import datetime
-from pathlib import Path
 
 import duckdb
 import pandera.polars as pa
@@ -96,58 +94,62 @@ def customer_ranges(
     return list(zip(starts, [*starts[1:], None], strict=True))
 
 
-# The buckets are scratch files read once: neither compressed nor dictionary-encoded (the ids
-# of millions of runs repeat little). At SF 10 the 5.8 million runs' write and read took 1.3 s
-# instead of 1.6 s, for 370 MB of scratch files instead of 100 MB.
-_SCRATCH_PARQUET = "COMPRESSION uncompressed, DICTIONARY_SIZE_LIMIT 1"
+def stream_validated(
+    con: duckdb.DuckDBPyConnection,
+    schema: pa.DataFrameSchema,
+    query: str,
+    batch_rows: int,
+    then: Callable[[], None] = lambda: None,
+) -> tuple[Validation, int]:
+    """Validate every row of ``query`` with ``schema``, ``batch_rows`` rows at a time, and the rows
+    seen: the connection streams the rows once (Arrow batches, no scratch copy) and a second thread
+    validates each batch while the connection reads the next (Polars and DuckDB both release the
+    GIL, so on two cores each has one); at most two batches wait, so memory stays a few batches.
+    ``then()`` runs on the connection once the rows are read, while the last batches are still
+    being validated; an exception of it is raised once they are.
+
+    The batches split the rows anywhere: ``schema`` must hold only rules of one row (a rule over a
+    key's rows, or a unique key, is checked over the whole relation by the caller). A query without
+    rows is validated as one empty frame, so the columns' types are still checked."""
+    failures, rows, waiting = [pl.DataFrame(schema=FAILURE_CASES_DTYPES)], 0, deque()
+    with ThreadPoolExecutor(max_workers=1, thread_name_prefix="tm_validation") as pool:
+        try:
+            for batch in con.sql(query).to_arrow_reader(batch_rows):
+                frame = as_utc(pl.from_arrow(batch))  # type: ignore[arg-type]
+                rows += frame.height
+                waiting.append(pool.submit(validate, schema, frame))
+                while len(waiting) > 2:
+                    failures.append(waiting.popleft().result().failure_cases)
+            if not rows:
+                waiting.append(pool.submit(validate, schema, as_utc(con.sql(f"{query} LIMIT 0").pl())))
+            then()
+        finally:
+            done = [future.result().failure_cases for future in waiting]
+    return Validation(schema.name or "schema", pl.concat([*failures, *done])), rows
 
 
-@contextmanager
-def buckets(
-    con: duckdb.DuckDBPyConnection, relation: str, columns: str, key: str, size: int
-) -> Iterator[Callable[[], Iterator[pl.DataFrame]]]:
-    """``columns`` of ``relation`` in buckets of ``key`` of about ``size`` rows each, for the block:
-    yields a function that reads them, one at a time. Every row of one key value falls in one
-    bucket (rows without a key in one of them), so a per-key or unique-key check over each bucket
-    checks the whole table, with one bucket in Python at once.
-
-    One scan writes the rows to a Parquet file per bucket (``hash(key)`` modulo the buckets) in a
-    scratch folder, removed when the block ends. Reading them does not use the connection, so
-    another thread may read them while the connection does other work (``validate_beside``). It
-    does not depend on how the rows are stored: ranges of a key read only their own row groups
-    when the table is sorted by the key, but every row group of an unsorted one (quadratic in the
-    rows), and a sort costs more than this write."""
-    [(rows,)] = con.execute(f"SELECT count(*) FROM {relation}").fetchall()
-    count = max(1, -(-rows // size))
-    with tempfile.TemporaryDirectory(prefix="tm_buckets_") as scratch:
-        con.execute(
-            f"COPY (SELECT {columns}, hash({key}) % {count} AS _bucket FROM {relation}) "
-            f"TO {sql_literal(scratch)} (FORMAT parquet, PARTITION_BY (_bucket), {_SCRATCH_PARQUET})"
-        ).fetchall()
-        folders = sorted(Path(scratch).iterdir())
-        # no rows: one empty frame, so the columns' types are still checked
-        empty = [] if folders else [as_utc(con.sql(f"SELECT {columns} FROM {relation} LIMIT 0").pl())]
-
-        def read() -> Iterator[pl.DataFrame]:
-            yield from empty
-            for folder in folders:
-                yield as_utc(pl.read_parquet(folder / "*.parquet"))
-
-        yield read
-
-
-def repeated_values(con: duckdb.DuckDBPyConnection, relation: str, column: str) -> pl.DataFrame:
-    """Failure cases (``FAILURE_CASES_DTYPES``, Pandera's check name) of the values of a unique
-    ``column`` that more than one row of ``relation`` has, found in SQL: buckets by another key
-    (``buckets``) would not see a value two buckets share, and Pandera's check of a unique string
-    column was most of its time. Only the values whose 64-bit hash more than one row has are
-    grouped by the value: grouping millions of distinct strings cost more than grouping their
-    hashes."""
+def repeated_values(
+    con: duckdb.DuckDBPyConnection, relation: str, columns: str | Sequence[str], schema_name: str = ""
+) -> pl.DataFrame:
+    """Failure cases (``FAILURE_CASES_DTYPES``, Pandera's check names) of the values of a unique
+    column, or of a unique key of several ``columns``, that more than one row of ``relation`` has,
+    found in SQL over the whole relation. A key's case is its values as one JSON object, under
+    ``schema_name`` (where Pandera reports a check of the whole frame). Pandera sees one frame at a time, and
+    its check of a unique string column was most of its time. Only the values whose 64-bit hash
+    more than one row has are grouped by the value: grouping millions of distinct strings cost
+    more than grouping their hashes."""
+    key = [columns] if isinstance(columns, str) else list(columns)
+    names = ", ".join(key)
+    if len(key) == 1:
+        column, check, case = f"'{key[0]}'", "field_uniqueness", f"{key[0]}::VARCHAR"
+    else:
+        column, check = sql_literal(schema_name), "multiple_fields_uniqueness"
+        case = "to_json({" + ", ".join(f"'{c}': {c}" for c in key) + "})::VARCHAR"
     return con.sql(
-        f"WITH repeated AS (SELECT hash({column}) AS h FROM {relation} GROUP BY h HAVING count(*) > 1) "
-        f"SELECT '{column}' AS column, 'field_uniqueness' AS check, {column}::VARCHAR AS failure_case, "
-        f"NULL::BIGINT AS index FROM {relation} WHERE hash({column}) IN (SELECT h FROM repeated) "
-        f"GROUP BY {column} HAVING count(*) > 1 ORDER BY {column}"
+        f"WITH repeated AS (SELECT hash({names}) AS h FROM {relation} GROUP BY h HAVING count(*) > 1) "
+        f"SELECT {column}::VARCHAR AS column, '{check}' AS check, {case} AS failure_case, "
+        f"NULL::BIGINT AS index FROM {relation} WHERE hash({names}) IN (SELECT h FROM repeated) "
+        f"GROUP BY {names} HAVING count(*) > 1 ORDER BY {names}"
     ).pl()
 
 
@@ -158,19 +160,6 @@ def validate_frames(schema: pa.DataFrameSchema, frames: Iterable[pl.DataFrame]) 
         rows += frame.height
         failures.append(validate(schema, frame).failure_cases)
     return Validation(schema.name or "schema", pl.concat(failures)), rows
-
-
-def validate_beside(
-    schema: pa.DataFrameSchema, frames: Callable[[], Iterable[pl.DataFrame]], meanwhile: Callable[[], None]
-) -> tuple[Validation, int]:
-    """``validate_frames(schema, frames())`` in a second thread while ``meanwhile()`` runs in this
-    one (work on the DuckDB connection, which the frames must not need: Polars and DuckDB both
-    release the GIL, so on two cores each has one). Both always run to their end; an exception of
-    ``meanwhile`` is raised once the validation has finished too."""
-    with ThreadPoolExecutor(max_workers=1, thread_name_prefix="tm_validation") as pool:
-        validated = pool.submit(validate_frames, schema, frames())
-        meanwhile()
-        return validated.result()
 
 
 def validate_by_customer(

@@ -8,28 +8,32 @@ import polars as pl
 
 from tradingmem_assets.lib.validation import (
     Validation,
-    buckets,
     named_checks,
     repeated_values,
     rule,
-    validate_beside,
+    stream_validated,
+    validate,
 )
 from tradingmem_assets.lib.vocabulary import EVALUATION_STATUSES
 
-# What Pandera validates: not the 64-hex inputs_hash (sha256 output by construction), nor run_id,
-# whose one rule, uniqueness, is checked in SQL over the whole relation (``repeated_values``).
+# What Pandera validates row by row: not the 64-hex inputs_hash (sha256 output by construction),
+# nor run_id, whose one rule, uniqueness, is checked in SQL over the whole relation, as is the run
+# key's (``repeated_values``).
 VALIDATED_COLUMNS = (
     "decision_id, execution_id, profile_id, run_version, status, is_primary, promoted_at, created_at, "
     "known_at, raw_return, benchmark_return, excess_return"
 )
-# rows of one validation bucket: at SF 10 the 5.8 million runs are validated in six buckets
-BUCKET_ROWS = 1_000_000
+RUN_KEY = ("decision_id", "profile_id", "run_version")
+# rows of one streamed batch: at SF 10 the 5.8 million runs are validated in six batches
+BATCH_ROWS = 1_000_000
 
-# the runs' rules over whole rows, by the check name a failure reports
+# the runs' rules over one row, by the check name a failure reports
 EVALUATION_RUNS_RULES: dict[str, Callable] = {}
+# the rule over a decision's runs, validated over the primary runs alone (the others add nothing)
+PRIMARY_RUNS_RULES: dict[str, Callable] = {}
 
 
-@rule(EVALUATION_RUNS_RULES, "at_most_one_primary_per_decision")
+@rule(PRIMARY_RUNS_RULES, "at_most_one_primary_per_decision")
 def _one_primary_per_decision(data: pa.PolarsData) -> pl.LazyFrame:
     return data.lazyframe.select(
         (pl.col("is_primary").cast(pl.Int64).sum().over("decision_id") <= 1).alias("ok")
@@ -85,29 +89,40 @@ EVALUATION_RUNS_INVARIANTS = pa.DataFrameSchema(
         "excess_return": pa.Column(pl.Float64, nullable=True),
     },
     name="evaluation_runs",
-    unique=["decision_id", "profile_id", "run_version"],
     checks=named_checks(EVALUATION_RUNS_RULES),
+)
+PRIMARY_RUNS_INVARIANTS = pa.DataFrameSchema(
+    {"decision_id": pa.Column(pl.String), "is_primary": pa.Column(pl.Boolean)},
+    name="evaluation_runs",
+    checks=named_checks(PRIMARY_RUNS_RULES),
 )
 
 
 def validate_runs(
     con: duckdb.DuckDBPyConnection, relation: str, stored: str | None = None
 ) -> tuple[Validation, int]:
-    """Every invariant over ``relation`` (a run table), one decision bucket in Python at a time
-    (each rule is per run or per decision; repeated run ids are found in SQL), and the rows
-    validated. With ``stored``, the table ``relation``'s runs were just written into (in place of
-    every run of their decisions): a run id of theirs that another run there also has is a
-    failure too, so a table valid before stays valid as a whole.
-
-    Pandera reads the buckets in a second thread while the connection finds the repeated run ids."""
-    repeated = []
+    """Every invariant over ``relation`` (a run table), and the rows validated: Pandera validates
+    the runs row by row as the connection streams them (``stream_validated``), then the primary
+    runs for at most one per decision; the unique run ids and run keys are found in SQL over the
+    whole relation meanwhile. With ``stored``, the table ``relation``'s runs were just written into
+    (in place of every run of their decisions): a run id of theirs that another run there also has
+    is a failure too, so a table valid before stays valid as a whole."""
+    found = []
 
     def on_the_connection() -> None:
-        repeated.append(repeated_values(con, relation, "run_id"))
+        primaries = con.sql(f"SELECT decision_id, is_primary FROM {relation} WHERE is_primary").pl()
+        found.append(validate(PRIMARY_RUNS_INVARIANTS, primaries).failure_cases)
+        found.append(repeated_values(con, relation, "run_id"))
+        found.append(repeated_values(con, relation, RUN_KEY, EVALUATION_RUNS_INVARIANTS.name))
         if stored is not None:
             sharing = f"(SELECT run_id FROM {stored} WHERE run_id IN (SELECT run_id FROM {relation}))"
-            repeated.append(repeated_values(con, sharing, "run_id"))
+            found.append(repeated_values(con, sharing, "run_id"))
 
-    with buckets(con, relation, VALIDATED_COLUMNS, "decision_id", BUCKET_ROWS) as frames:
-        validation, rows = validate_beside(EVALUATION_RUNS_INVARIANTS, frames, on_the_connection)
-    return Validation(validation.schema_name, pl.concat([validation.failure_cases, *repeated])), rows
+    validation, rows = stream_validated(
+        con,
+        EVALUATION_RUNS_INVARIANTS,
+        f"SELECT {VALIDATED_COLUMNS} FROM {relation}",
+        BATCH_ROWS,
+        on_the_connection,
+    )
+    return Validation(validation.schema_name, pl.concat([validation.failure_cases, *found])), rows
