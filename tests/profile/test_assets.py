@@ -246,8 +246,8 @@ def metadata(result: dg.ExecuteInProcessResult, asset: str) -> dict:
     return {k: v.value for k, v in event.materialization.metadata.items()}
 
 
-def test_profiles_built_chunk_by_chunk_equal_one_pass(base, world: World, monkeypatch):
-    monkeypatch.setattr(profile_assets, "CHUNK_SIZE", 1)  # every customer is its own chunk
+def test_profiles_validated_batch_by_batch_equal_one_pass(base, world: World, monkeypatch):
+    monkeypatch.setattr(profile_assets, "BATCH_ROWS", 1)  # every customer is its own batch
     write_base(world)
     world.materialize(PROFILE_CORE)
     for table, order in (
@@ -271,7 +271,7 @@ def test_a_broken_red_line_fails_the_run_and_rolls_back_every_chunk(world: World
         real_create(con, as_of, table, customers)
         con.execute(f"UPDATE {table} SET investor_type = 'C5' WHERE customer_id = 'c2'")
 
-    monkeypatch.setattr(profile_assets, "CHUNK_SIZE", 1)  # c1's chunk passes before c2's fails
+    monkeypatch.setattr(profile_assets, "BATCH_ROWS", 1)  # c1's batch passes before c2's fails
     monkeypatch.setattr(core_profile, "create_profiles", buggy_create)
     world.write(
         "questionnaire_results",
@@ -293,6 +293,28 @@ def test_a_broken_red_line_fails_the_run_and_rolls_back_every_chunk(world: World
     assert schemas.INVESTOR_TYPE_CHECK in str(failure.event_specific_data.error)
     for table, frame in before.items():
         assert world.query(f"SELECT * FROM {table} ORDER BY ALL").equals(frame), table
+
+
+def test_a_customer_built_twice_fails_the_run_whatever_the_batches(world: World, monkeypatch):
+    """Uniqueness is the one profile rule over more than one row: found in SQL over every built
+    row, so two rows of a customer in different batches still fail the red lines."""
+    write_base(world)
+    real_create = core_profile.create_profiles
+
+    def doubling_create(con, as_of, table, customers):  # a bug that builds a customer twice
+        real_create(con, as_of, table, customers)
+        con.execute(f"INSERT INTO {table} SELECT * FROM {table} WHERE customer_id = 'c2'")
+
+    monkeypatch.setattr(profile_assets, "BATCH_ROWS", 1)
+    monkeypatch.setattr(core_profile, "create_profiles", doubling_create)
+    result = world.materialize(PROFILE_CORE, raise_on_error=False)
+    assert not result.success
+    [failure] = [e for e in result.all_events if e.is_step_failure]
+    message = str(failure.event_specific_data.error)
+    assert "customer_id: field_uniqueness x1" in message
+    # nothing written: the tables the run created rolled back with its profiles
+    [(stored,)] = world.rows("SELECT count(*) FROM duckdb_tables() WHERE table_name = 'fin_customer_profile'")
+    assert stored == 0 or world.rows("SELECT count(*) FROM fin_customer_profile") == [(0,)]
 
 
 def test_a_change_adds_exactly_one_version_and_leaves_older_rows_byte_identical(world: World):

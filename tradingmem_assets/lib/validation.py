@@ -1,13 +1,14 @@
 """Run a Pandera schema lazily and keep its failure cases as data (never a bare traceback).
 
-Large tables are validated one customer range, or one streamed batch of rows, at a time, so only
-a few are in Python at once.
+Large tables are validated as the connection streams them, one batch of rows at a time, so only a
+few batches are in Python at once; what a batch cannot see (a unique column or key) is found in
+SQL over the whole relation.
 """
 
 from __future__ import annotations
 
 from collections import deque
-from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from datetime import datetime
@@ -75,25 +76,6 @@ def validate(schema: pa.DataFrameSchema, frame: pl.DataFrame) -> Validation:
     return Validation(name, pl.DataFrame(schema=FAILURE_CASES_DTYPES))
 
 
-def customer_ranges(
-    con: duckdb.DuckDBPyConnection, table: str, size: int
-) -> list[tuple[str | None, str | None]]:
-    """Half-open customer_id ranges [lo, hi) of about ``size`` rows of ``table`` each (None: open
-    end). Every row of a customer falls in exactly one range, so a per-customer or unique-key
-    check over each range checks the whole table."""
-    starts = [
-        row[0]
-        for row in con.execute(
-            "SELECT DISTINCT customer_id FROM (SELECT customer_id, "
-            f"row_number() OVER (ORDER BY customer_id) AS n FROM {table}) "
-            f"WHERE (n - 1) % {int(size)} = 0 ORDER BY customer_id"
-        ).fetchall()
-    ]
-    if not starts:
-        return [(None, None)]
-    return list(zip(starts, [*starts[1:], None], strict=True))
-
-
 def stream_validated(
     con: duckdb.DuckDBPyConnection,
     schema: pa.DataFrameSchema,
@@ -151,38 +133,6 @@ def repeated_values(
         f"NULL::BIGINT AS index FROM {relation} WHERE hash({names}) IN (SELECT h FROM repeated) "
         f"GROUP BY {names} HAVING count(*) > 1 ORDER BY {names}"
     ).pl()
-
-
-def validate_frames(schema: pa.DataFrameSchema, frames: Iterable[pl.DataFrame]) -> tuple[Validation, int]:
-    """Validate each frame (ranges of one table) and collect every failure; also the rows seen."""
-    failures, rows = [pl.DataFrame(schema=FAILURE_CASES_DTYPES)], 0
-    for frame in frames:
-        rows += frame.height
-        failures.append(validate(schema, frame).failure_cases)
-    return Validation(schema.name or "schema", pl.concat(failures)), rows
-
-
-def validate_by_customer(
-    con: duckdb.DuckDBPyConnection,
-    schema: pa.DataFrameSchema,
-    query: Callable[[str], str],
-    ranges: Sequence[tuple[str | None, str | None]],
-    params: Mapping[str, object] | None = None,
-) -> Validation:
-    """Validate every row of ``query(condition)`` one customer range at a time; ``condition``
-    restricts ``customer_id`` to the range."""
-
-    def frames() -> Iterator[pl.DataFrame]:
-        for lo, hi in ranges:
-            bounds = {name: value for name, value in (("lo", lo), ("hi", hi)) if value is not None}
-            condition = " AND ".join(
-                {"lo": "customer_id >= $lo", "hi": "customer_id < $hi"}[name] for name in bounds
-            )
-            yield as_utc(
-                con.sql(query(condition or "true"), params={**(params or {}), **bounds} or None).pl()
-            )
-
-    return validate_frames(schema, frames())[0]
 
 
 def rule(rules: dict[str, Callable], name: str) -> Callable[[Callable], Callable]:

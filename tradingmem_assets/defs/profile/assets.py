@@ -6,6 +6,7 @@ the asset graph shows that no consumer reads memory_unit.
 """
 
 import dagster as dg
+import polars as pl
 
 from tradingmem_assets.defs.profile import build, fields, incremental, snapshots
 from tradingmem_assets.defs.profile import invariants as schemas
@@ -31,10 +32,10 @@ from tradingmem_assets.lib.dagster_kit import (
 )
 from tradingmem_assets.lib.sql_json import sql_literal
 from tradingmem_assets.lib.tables import raw_key
-from tradingmem_assets.lib.validation import customer_ranges, validate, validate_by_customer
+from tradingmem_assets.lib.validation import Validation, repeated_values, stream_validated, validate
 from tradingmem_assets.lib.warehouse import read_columns, read_frame, replace_table, scalar, transaction
 
-CHUNK_SIZE = 100_000  # customers validated at once: bounds what comes into Python at any number of customers
+BATCH_ROWS = 100_000  # profiles validated at once: bounds what comes into Python at any number of customers
 # temp tables of one materialization (they live until its connection closes)
 BUILD = "_profile_build"
 EXPECTED = "_profile_expected"
@@ -102,6 +103,24 @@ def profile_checked_sql(customers: str) -> str:
     )
 
 
+def validate_profiles(con, customers: str) -> Validation:
+    """The profile red lines over the built rows of some customers: Pandera validates them row by
+    row as the connection streams them (``stream_validated``), and a customer id more than one
+    row has is found in SQL over them all (every other rule is of one row)."""
+    per_row = schemas.FIN_CUSTOMER_PROFILE_INVARIANTS.update_columns({"customer_id": {"unique": False}})
+    repeated = []
+    validation, _ = stream_validated(
+        con,
+        per_row,
+        profile_checked_sql(customers),
+        BATCH_ROWS,
+        lambda: repeated.append(
+            repeated_values(con, f"(SELECT customer_id FROM {BUILD} WHERE {customers})", "customer_id")
+        ),
+    )
+    return Validation(validation.schema_name, pl.concat([validation.failure_cases, *repeated]))
+
+
 SNAPSHOTS_CHECKED_SQL = f"""
 SELECT s.snapshot_id, s.customer_id, s.version, s.snapshot_hash, s.is_current, p.snapshot_hash AS profile_hash
 FROM {tables.PROFILE_SNAPSHOTS} s LEFT JOIN {BUILD} p USING (customer_id)
@@ -150,14 +169,9 @@ def customer_profile(context: dg.AssetExecutionContext, warehouse: WarehouseReso
             ensure_profile_tables(con)
             build.create_profiles(con, as_of, BUILD, customers)
             # the red line is checked against an independent SQL reading of the questionnaires
-            expected = f"SELECT * FROM ({schemas.latest_investor_types_sql()}) WHERE {customers} ORDER BY customer_id"
+            expected = f"SELECT * FROM ({schemas.latest_investor_types_sql()}) WHERE {customers}"
             con.execute(f"CREATE OR REPLACE TEMP TABLE {EXPECTED} AS {expected}", [as_of])
-            profile_validation = validate_by_customer(
-                con,
-                schemas.FIN_CUSTOMER_PROFILE_INVARIANTS,
-                profile_checked_sql,
-                customer_ranges(con, BUILD, CHUNK_SIZE),
-            )
+            profile_validation = validate_profiles(con, customers)
             yield from refuse_write(
                 profile_validation,
                 "fin_customer_profile",
