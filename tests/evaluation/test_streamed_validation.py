@@ -80,7 +80,7 @@ def _table(con, tamper: str = "clean") -> None:
 def test_streamed_validation_reports_what_one_frame_reports(tamper, monkeypatch):
     con = duckdb.connect()
     _table(con, tamper)
-    monkeypatch.setattr(invariants, "BATCH_ROWS", 7)  # 80 rows: 12 batches, a decision's runs apart
+    monkeypatch.setattr(invariants, "RUN_BATCH_ROWS", 7)  # 80 rows: 12 batches, a decision's runs apart
 
     streamed, rows = validate_runs(con, "runs")
     whole = validate(WHOLE, con.sql(f"SELECT run_id, {VALIDATED_COLUMNS} FROM runs").pl())

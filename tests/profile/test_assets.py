@@ -247,7 +247,7 @@ def metadata(result: dg.ExecuteInProcessResult, asset: str) -> dict:
 
 
 def test_profiles_validated_batch_by_batch_equal_one_pass(base, world: World, monkeypatch):
-    monkeypatch.setattr(profile_assets, "BATCH_ROWS", 1)  # every customer is its own batch
+    monkeypatch.setattr(profile_assets, "PROFILE_BATCH_ROWS", 1)  # every customer is its own batch
     write_base(world)
     world.materialize(PROFILE_CORE)
     for table, order in (
@@ -271,7 +271,7 @@ def test_a_broken_red_line_fails_the_run_and_rolls_back_every_chunk(world: World
         real_create(con, as_of, table, customers)
         con.execute(f"UPDATE {table} SET investor_type = 'C5' WHERE customer_id = 'c2'")
 
-    monkeypatch.setattr(profile_assets, "BATCH_ROWS", 1)  # c1's batch passes before c2's fails
+    monkeypatch.setattr(profile_assets, "PROFILE_BATCH_ROWS", 1)  # c1's batch passes before c2's fails
     monkeypatch.setattr(core_profile, "create_profiles", buggy_create)
     world.write(
         "questionnaire_results",
@@ -305,7 +305,7 @@ def test_a_customer_built_twice_fails_the_run_whatever_the_batches(world: World,
         real_create(con, as_of, table, customers)
         con.execute(f"INSERT INTO {table} SELECT * FROM {table} WHERE customer_id = 'c2'")
 
-    monkeypatch.setattr(profile_assets, "BATCH_ROWS", 1)
+    monkeypatch.setattr(profile_assets, "PROFILE_BATCH_ROWS", 1)
     monkeypatch.setattr(core_profile, "create_profiles", doubling_create)
     result = world.materialize(PROFILE_CORE, raise_on_error=False)
     assert not result.success

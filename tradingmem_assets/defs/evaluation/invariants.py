@@ -25,7 +25,7 @@ VALIDATED_COLUMNS = (
 )
 RUN_KEY = ("decision_id", "profile_id", "run_version")
 # rows of one streamed batch: at SF 10 the 5.8 million runs are validated in six batches
-BATCH_ROWS = 1_000_000
+RUN_BATCH_ROWS = 1_000_000
 
 # the runs' rules over one row, by the check name a failure reports
 EVALUATION_RUNS_RULES: dict[str, Callable] = {}
@@ -122,7 +122,7 @@ def validate_runs(
         con,
         EVALUATION_RUNS_INVARIANTS,
         f"SELECT {VALIDATED_COLUMNS} FROM {relation}",
-        BATCH_ROWS,
+        RUN_BATCH_ROWS,
         on_the_connection,
     )
     return Validation(validation.schema_name, pl.concat([validation.failure_cases, *found])), rows

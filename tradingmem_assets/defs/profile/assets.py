@@ -35,7 +35,9 @@ from tradingmem_assets.lib.tables import raw_key
 from tradingmem_assets.lib.validation import Validation, repeated_values, stream_validated, validate
 from tradingmem_assets.lib.warehouse import read_columns, read_frame, replace_table, scalar, transaction
 
-BATCH_ROWS = 100_000  # profiles validated at once: bounds what comes into Python at any number of customers
+PROFILE_BATCH_ROWS = (
+    100_000  # profiles validated at once: bounds what comes into Python at any number of customers
+)
 # temp tables of one materialization (they live until its connection closes)
 BUILD = "_profile_build"
 EXPECTED = "_profile_expected"
@@ -113,7 +115,7 @@ def validate_profiles(con, customers: str) -> Validation:
         con,
         per_row,
         profile_checked_sql(customers),
-        BATCH_ROWS,
+        PROFILE_BATCH_ROWS,
         lambda: repeated.append(
             repeated_values(con, f"(SELECT customer_id FROM {BUILD} WHERE {customers})", "customer_id")
         ),
