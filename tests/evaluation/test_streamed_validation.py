@@ -58,7 +58,8 @@ TAMPERS = {
     "clean": "SELECT 1",
     "a run id shared by two decisions": "UPDATE runs SET run_id = 'er_0000_1' WHERE run_id = 'er_0031_1'",
     "a run id repeated within a decision": "UPDATE runs SET run_id = 'er_0003_1' WHERE run_id = 'er_0003_0'",
-    "a second primary run": "UPDATE runs SET is_primary = true, promoted_at = created_at WHERE run_id = 'er_0007_0'",
+    "a second primary run": "UPDATE runs SET is_primary = true, promoted_at = created_at "
+    "WHERE run_id = 'er_0007_0'",
     "an unknown status": "UPDATE runs SET status = 'graded' WHERE run_id = 'er_0019_1'",
     "a duplicate version": "UPDATE runs SET run_version = 1, status = 'complete', known_at = created_at "
     "WHERE run_id = 'er_0023_0'",
