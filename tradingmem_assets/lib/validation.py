@@ -86,9 +86,9 @@ def stream_validated(
     """Validate every row of ``query`` with ``schema``, ``batch_rows`` rows at a time, and the rows
     seen: the connection streams the rows once (Arrow batches, no scratch copy) and a second thread
     validates each batch while the connection reads the next (Polars and DuckDB both release the
-    GIL, so on two cores each has one); at most two batches wait, so memory stays a few batches.
-    ``then()`` runs on the connection once the rows are read, while the last batches are still
-    being validated; an exception of it is raised once they are.
+    GIL, so on two cores each has one): at most two batches are in Python at once.
+    ``then()`` runs on the connection once the rows are read, while the last batch is still
+    being validated; an exception of it is raised once that is done.
 
     The batches split the rows anywhere: ``schema`` must hold only rules of one row (a rule over a
     key's rows, or a unique key, is checked over the whole relation by the caller). A query without
@@ -100,7 +100,7 @@ def stream_validated(
                 frame = as_utc(pl.from_arrow(batch))  # type: ignore[arg-type]
                 rows += frame.height
                 waiting.append(pool.submit(validate, schema, frame))
-                while len(waiting) > 2:
+                while len(waiting) > 1:
                     failures.append(waiting.popleft().result().failure_cases)
             if not rows:
                 waiting.append(pool.submit(validate, schema, as_utc(con.sql(f"{query} LIMIT 0").pl())))
