@@ -138,6 +138,7 @@ def test_batches_are_validated_beside_the_connection_which_reads_each_row_once()
     def then():
         con.execute("CREATE TABLE beside AS SELECT count(*) AS n FROM runs")
         then_ran.append(threading.current_thread() is threading.main_thread())
+        return []
 
     validation, rows = stream_validated(con, schema, f"SELECT {VALIDATED_COLUMNS} FROM runs", 9, then)
     assert rows == 80 and then_ran == [True]

@@ -81,14 +81,15 @@ def stream_validated(
     schema: pa.DataFrameSchema,
     query: str,
     batch_rows: int,
-    then: Callable[[], None] = lambda: None,
+    then: Callable[[], list[pl.DataFrame]] = list,
 ) -> tuple[Validation, int]:
     """Validate every row of ``query`` with ``schema``, ``batch_rows`` rows at a time, and the rows
     seen: the connection streams the rows once (Arrow batches, no scratch copy) and a second thread
     validates each batch while the connection reads the next (Polars and DuckDB both release the
     GIL, so on two cores each has one): at most two batches are in Python at once.
     ``then()`` runs on the connection once the rows are read, while the last batch is still
-    being validated; an exception of it is raised once that is done.
+    being validated; the failure cases it returns (``FAILURE_CASES_DTYPES``: what it checked over
+    the whole relation) join the batches'. An exception of it is raised once that batch is done.
 
     The batches split the rows anywhere: ``schema`` must hold only rules of one row (a rule over a
     key's rows, or a unique key, is checked over the whole relation by the caller). A query without
@@ -104,10 +105,10 @@ def stream_validated(
                     failures.append(waiting.popleft().result().failure_cases)
             if not rows:
                 waiting.append(pool.submit(validate, schema, as_utc(con.sql(f"{query} LIMIT 0").pl())))
-            then()
+            whole = then()
         finally:
             done = [future.result().failure_cases for future in waiting]
-    return Validation(schema.name or "schema", pl.concat([*failures, *done])), rows
+    return Validation(schema.name or "schema", pl.concat([*failures, *done, *whole])), rows
 
 
 def repeated_values(

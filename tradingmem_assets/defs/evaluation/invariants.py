@@ -107,22 +107,23 @@ def validate_runs(
     whole relation meanwhile. With ``stored``, the table ``relation``'s runs were just written into
     (in place of every run of their decisions): a run id of theirs that another run there also has
     is a failure too, so a table valid before stays valid as a whole."""
-    found = []
 
-    def on_the_connection() -> None:
+    def on_the_connection() -> list[pl.DataFrame]:
         primaries = con.sql(f"SELECT decision_id, is_primary FROM {relation} WHERE is_primary").pl()
-        found.append(validate(PRIMARY_RUNS_INVARIANTS, primaries).failure_cases)
-        found.append(repeated_values(con, relation, "run_id"))
-        found.append(repeated_values(con, relation, RUN_KEY, EVALUATION_RUNS_INVARIANTS.name))
+        found = [
+            validate(PRIMARY_RUNS_INVARIANTS, primaries).failure_cases,
+            repeated_values(con, relation, "run_id"),
+            repeated_values(con, relation, RUN_KEY, EVALUATION_RUNS_INVARIANTS.name),
+        ]
         if stored is not None:
             sharing = f"(SELECT run_id FROM {stored} WHERE run_id IN (SELECT run_id FROM {relation}))"
             found.append(repeated_values(con, sharing, "run_id"))
+        return found
 
-    validation, rows = stream_validated(
+    return stream_validated(
         con,
         EVALUATION_RUNS_INVARIANTS,
         f"SELECT {VALIDATED_COLUMNS} FROM {relation}",
         RUN_BATCH_ROWS,
         on_the_connection,
     )
-    return Validation(validation.schema_name, pl.concat([validation.failure_cases, *found])), rows

@@ -6,7 +6,6 @@ the asset graph shows that no consumer reads memory_unit.
 """
 
 import dagster as dg
-import polars as pl
 
 from tradingmem_assets.defs.profile import build, fields, incremental, snapshots
 from tradingmem_assets.defs.profile import invariants as schemas
@@ -110,17 +109,15 @@ def validate_profiles(con, customers: str) -> Validation:
     row as the connection streams them (``stream_validated``), and a customer id more than one
     row has is found in SQL over them all (every other rule is of one row)."""
     per_row = schemas.FIN_CUSTOMER_PROFILE_INVARIANTS.update_columns({"customer_id": {"unique": False}})
-    repeated = []
+    built = f"(SELECT customer_id FROM {BUILD} WHERE {customers})"
     validation, _ = stream_validated(
         con,
         per_row,
         profile_checked_sql(customers),
         PROFILE_BATCH_ROWS,
-        lambda: repeated.append(
-            repeated_values(con, f"(SELECT customer_id FROM {BUILD} WHERE {customers})", "customer_id")
-        ),
+        lambda: [repeated_values(con, built, "customer_id")],
     )
-    return Validation(validation.schema_name, pl.concat([validation.failure_cases, *repeated]))
+    return validation
 
 
 SNAPSHOTS_CHECKED_SQL = f"""
