@@ -470,7 +470,7 @@ def chained_cases() -> pl.DataFrame:
         ],
     )
     written(con)
-    return with_chain(con, "main.cases").pl()
+    return con.sql(with_chain("main.cases")).pl()
 
 
 @pytest.mark.parametrize(
@@ -536,3 +536,35 @@ def test_changed_rows_counts_only_what_a_run_changed(world: World):
 
     assert changed_rows() == 2  # both cases are new
     assert changed_rows() == 0  # a replay with unchanged inputs and as_of changes nothing
+
+
+@pytestmark_off
+@pytest.mark.parametrize(
+    "edit",
+    [
+        "UPDATE role_cases SET role_id = NULL WHERE decision_id = 'open'",
+        "UPDATE role_cases SET provenance = NULL WHERE decision_id = 'loss'",
+        "UPDATE role_cases SET case_id = (SELECT min(case_id) FROM role_cases) "
+        "WHERE case_id = (SELECT max(case_id) FROM role_cases)",
+    ],
+    ids=["a role nulled", "a provenance nulled", "a case id repeated"],
+)
+def test_a_hand_edit_no_streamed_rule_reads_fails_the_blocking_check(e2e: World, edit: str):
+    """Columns no row rule reads are checked in SQL over the stored table (their nulls, their
+    uniqueness): an edit there fails the check as surely as an edited eligibility."""
+    import dagster as dg
+
+    con = duckdb.connect(str(e2e.db))
+    con.execute("CREATE TABLE saved_cases AS SELECT * FROM role_cases")
+    con.execute(edit)
+    con.close()
+    result = e2e.materialize(dg.AssetSelection.checks_for_assets("role_cases"), raise_on_error=False)
+    checks = {e.check_name: e.passed for e in result.get_asset_check_evaluations()}
+    assert checks["role_cases_invariants"] is False
+    con = duckdb.connect(str(e2e.db))  # the stored cases as they were: the check passes again
+    con.execute(
+        "DELETE FROM role_cases; INSERT INTO role_cases SELECT * FROM saved_cases; DROP TABLE saved_cases"
+    )
+    con.close()
+    result = e2e.materialize(dg.AssetSelection.checks_for_assets("role_cases"))
+    assert all(e.passed for e in result.get_asset_check_evaluations())

@@ -24,6 +24,9 @@ from tradingmem_assets.lib.dtypes import as_utc
 from tradingmem_assets.lib.sql_json import sql_literal
 from tradingmem_assets.lib.warehouse import RunDigests, ensure_table, rows_digest, table_exists
 
+# Rows a batch of ``validate_query``: only the columns a rule reads stream.
+QUERY_BATCH_ROWS = 200_000
+
 FAILURE_CASES_DTYPES = pl.Schema(
     {"column": pl.String(), "check": pl.String(), "failure_case": pl.String(), "index": pl.Int64()}
 )
@@ -82,37 +85,159 @@ def stream_validated(
     query: str,
     batch_rows: int,
     then: Callable[[], list[pl.DataFrame]] = list,
+    params: Mapping[str, object] | Sequence[object] | None = None,
 ) -> tuple[Validation, int]:
-    """Validate every row of ``query`` with ``schema``, ``batch_rows`` rows at a time, and the rows
-    seen: the connection streams the rows once (Arrow batches, no scratch copy) and a second thread
-    validates each batch while the connection reads the next (Polars and DuckDB both release the
-    GIL, so on two cores each has one): at most two batches are in Python at once.
+    """Validate every row of ``query`` (with its ``params``) with ``schema``, ``batch_rows`` rows
+    at a time, and the rows seen: the connection streams the rows once (Arrow batches, no scratch
+    copy) and a second thread validates each batch while the connection reads the next (Polars and
+    DuckDB both release the GIL, so on two cores each has one): at most two batches are in Python
+    at once. A failure's ``index`` is its row's place in the stream; a failure of the whole frame
+    (a missing column, a wrong type), which every batch reports, is kept once.
     ``then()`` runs on the connection once the rows are read, while the last batch is still
     being validated; the failure cases it returns (``FAILURE_CASES_DTYPES``: what it checked over
     the whole relation) join the batches'. An exception of it is raised once that batch is done.
 
     The batches split the rows anywhere: ``schema`` must hold only rules of one row (a rule over a
-    key's rows, or a unique key, is checked over the whole relation by the caller). A query without
-    rows is validated as one empty frame, so the columns' types are still checked."""
+    key's rows, or a unique key, is checked over the whole relation: ``validate_query``). A query
+    without rows is validated as one empty frame, so the columns' types are still checked."""
     failures, rows, waiting = [pl.DataFrame(schema=FAILURE_CASES_DTYPES)], 0, deque()
     with ThreadPoolExecutor(max_workers=1, thread_name_prefix="tm_validation") as pool:
         try:
-            for batch in con.sql(query).to_arrow_reader(batch_rows):
+            for batch in con.sql(query, params=params).to_arrow_reader(batch_rows):
                 frame = as_utc(pl.from_arrow(batch))  # type: ignore[arg-type]
+                waiting.append(pool.submit(_validate_from, schema, frame, rows))
                 rows += frame.height
-                waiting.append(pool.submit(validate, schema, frame))
                 while len(waiting) > 1:
-                    failures.append(waiting.popleft().result().failure_cases)
+                    failures.append(waiting.popleft().result())
             if not rows:
-                waiting.append(pool.submit(validate, schema, as_utc(con.sql(f"{query} LIMIT 0").pl())))
+                empty = as_utc(con.sql(f"SELECT * FROM ({query}) LIMIT 0", params=params).pl())
+                waiting.append(pool.submit(_validate_from, schema, empty, 0))
             whole = then()
         finally:
-            done = [future.result().failure_cases for future in waiting]
-    return Validation(schema.name or "schema", pl.concat([*failures, *done, *whole])), rows
+            done = [future.result() for future in waiting]
+    found = pl.concat([*failures, *done, *whole]).unique(maintain_order=True)
+    return Validation(schema.name or "schema", found), rows
+
+
+def _validate_from(schema: pa.DataFrameSchema, frame: pl.DataFrame, offset: int) -> pl.DataFrame:
+    """The failure cases of one batch, indexed by place in the stream (the batch starts at ``offset``)."""
+    return validate(schema, frame).failure_cases.with_columns(pl.col("index") + offset)
+
+
+def row_rule(expr: pl.Expr) -> Callable[[pa.PolarsData], pl.LazyFrame]:
+    """A frame-wide rule that holds for each row where ``expr`` is true (a null fails). It names the
+    columns it reads (``expr``'s roots), so ``validate_query`` streams only those to Pandera."""
+
+    def check(data: pa.PolarsData) -> pl.LazyFrame:
+        return data.lazyframe.select(expr.fill_null(False).alias("ok"))
+
+    check.reads = frozenset(expr.meta.root_names())  # type: ignore[attr-defined]
+    return check
+
+
+def _read_by_rules(schema: pa.DataFrameSchema) -> set[str]:
+    """The columns Pandera must see row by row: each with a check of its own, and those the
+    frame-wide rules read (every column, when a rule does not say which: ``row_rule``)."""
+    read = {name for name, column in schema.columns.items() if column.checks}
+    for check in schema.checks:
+        named = getattr(check._check_fn, "reads", None)
+        if named is None:
+            return set(schema.columns)
+        read |= named
+    return read
+
+
+def validate_query(
+    con: duckdb.DuckDBPyConnection,
+    schema: pa.DataFrameSchema,
+    query: str,
+    params: Mapping[str, object] | Sequence[object] | None = None,
+    batch_rows: int = QUERY_BATCH_ROWS,
+) -> Validation:
+    """Every rule of ``schema`` over every row of ``query`` (with its ``params``), each where it
+    costs least. Pandera validates the rows as the connection streams them (``stream_validated``),
+    but only the columns a rule reads; every column's type and presence are validated on the
+    query's empty frame; the nulls of a column no rule reads, and every unique column, are found
+    in SQL over the whole query, as the rows stream (failure cases spelled as Pandera's, without a
+    row index). Reading wide text into Python cost more than every rule together. A rule that
+    reads a column its ``row_rule`` does not name fails, as Pandera cannot find it."""
+    empty = as_utc(con.sql(f"SELECT * FROM ({query}) LIMIT 0", params=params).pl())
+    unique = [name for name, column in schema.columns.items() if column.unique]
+    whole = schema.update_columns({name: {"unique": False} for name in unique})
+    types = validate(whole, empty).failure_cases
+    read = _read_by_rules(schema)
+    streamed = [name for name in empty.columns if name in read]
+    in_sql = [name for name in schema.columns if name in empty.columns and name not in read]
+    nulls = [name for name in in_sql if not schema.columns[name].nullable]
+
+    def over_the_whole_query() -> list[pl.DataFrame]:  # a unique column the query lacks failed above
+        return whole_query_failures(
+            con, f"({query})", [name for name in unique if name in empty.columns], nulls, params
+        )
+
+    columns = ", ".join(f'"{name}"' for name in streamed) or "NULL AS _no_column_read"
+    validation, _ = stream_validated(
+        con,
+        whole.select_columns(streamed),
+        f"SELECT {columns} FROM ({query})",
+        batch_rows,
+        over_the_whole_query,
+        params,
+    )
+    return Validation(
+        validation.schema_name, pl.concat([types, validation.failure_cases]).unique(maintain_order=True)
+    )
+
+
+def whole_query_failures(
+    con: duckdb.DuckDBPyConnection,
+    relation: str,
+    unique: Sequence[str],
+    not_null: Sequence[str],
+    params: Mapping[str, object] | Sequence[object] | None = None,
+) -> list[pl.DataFrame]:
+    """The failure cases of the ``unique`` columns (``repeated_values``) and the ``not_null`` ones
+    (``null_values``) of ``relation``. One pass counts each column's distinct hashes and nulls, and
+    only a column found repeated or null is read again, for its cases: a valid relation (the rule)
+    is read once."""
+    if not (unique or not_null):
+        return []
+    counted = [f'count(DISTINCT hash("{c}"))' for c in unique] + [
+        f'count(*) FILTER (WHERE "{c}" IS NULL)' for c in not_null
+    ]
+    ((rows, *counts),) = con.execute(
+        f"SELECT count(*), {', '.join(counted)} FROM {relation}", params
+    ).fetchall()
+    repeated = [c for c, distinct in zip(unique, counts, strict=False) if distinct < rows]
+    null = [c for c, nulls in zip(not_null, counts[len(unique) :], strict=True) if nulls]
+    found = [repeated_values(con, relation, c, params=params) for c in repeated]
+    return [*found, null_values(con, relation, null, params)] if null else found
+
+
+def null_values(
+    con: duckdb.DuckDBPyConnection,
+    relation: str,
+    columns: Sequence[str],
+    params: Mapping[str, object] | Sequence[object] | None = None,
+) -> pl.DataFrame:
+    """Failure cases (``FAILURE_CASES_DTYPES``, Pandera's ``not_nullable``) of the nulls of
+    ``columns`` in ``relation``, one per null value, found in SQL."""
+    named = ", ".join(f'CASE WHEN "{c}" IS NULL THEN {sql_literal(c)} END' for c in columns)
+    any_null = " OR ".join(f'"{c}" IS NULL' for c in columns)
+    return con.sql(
+        f"SELECT unnest(list_filter([{named}], lambda c: c IS NOT NULL)) AS column, 'not_nullable' AS check, "
+        f"NULL::VARCHAR AS failure_case, NULL::BIGINT AS index FROM {relation} "
+        f"WHERE {any_null}",
+        params=params,
+    ).pl()
 
 
 def repeated_values(
-    con: duckdb.DuckDBPyConnection, relation: str, columns: str | Sequence[str], schema_name: str = ""
+    con: duckdb.DuckDBPyConnection,
+    relation: str,
+    columns: str | Sequence[str],
+    schema_name: str = "",
+    params: Mapping[str, object] | Sequence[object] | None = None,
 ) -> pl.DataFrame:
     """Failure cases (``FAILURE_CASES_DTYPES``, Pandera's check names) of the values of a unique
     column, or of a unique key of several ``columns``, that more than one row of ``relation`` has,
@@ -132,7 +257,8 @@ def repeated_values(
         f"WITH repeated AS (SELECT hash({names}) AS h FROM {relation} GROUP BY h HAVING count(*) > 1) "
         f"SELECT {column}::VARCHAR AS column, '{check}' AS check, {case} AS failure_case, "
         f"NULL::BIGINT AS index FROM {relation} WHERE hash({names}) IN (SELECT h FROM repeated) "
-        f"GROUP BY {names} HAVING count(*) > 1 ORDER BY {names}"
+        f"GROUP BY {names} HAVING count(*) > 1 ORDER BY {names}",
+        params=params,
     ).pl()
 
 

@@ -14,22 +14,16 @@ from tradingmem_assets.defs.migration.classification import (
     partition_key_expr,
 )
 from tradingmem_assets.lib.dtypes import UTC_TS
+from tradingmem_assets.lib.validation import row_rule
 from tradingmem_assets.lib.vocabulary import MIGRATION_STATUSES
 
 PARTITION_KEY = pa.Column(pl.String, pa.Check.str_matches(r"^\d{4}-\d{2}-01$"))
 SHA256 = pa.Column(pl.String, pa.Check.str_matches(r"^[0-9a-f]{64}$"))
 
 
-def _ok(expr: pl.Expr):
-    def check(data: pa.PolarsData) -> pl.LazyFrame:
-        return data.lazyframe.select(expr.fill_null(False).alias("ok"))
-
-    return check
-
-
 def _row_in_its_partition() -> pa.Check:
     return pa.Check(
-        _ok(partition_key_expr("created_at") == pl.col("partition_key")),
+        row_rule(partition_key_expr("created_at") == pl.col("partition_key")),
         name="row_belongs_to_its_partition_month",
     )
 
@@ -45,7 +39,8 @@ def _migrated_role_cases_schema(known_roles: frozenset[str]) -> pa.DataFrameSche
             "role_id": pa.Column(pl.String, pa.Check.str_length(min_value=1)),
             "skill_id": pa.Column(pl.String, nullable=True),
             "content": pa.Column(
-                pl.String, pa.Check(_ok(pl.col("content").str.strip_chars() != ""), name="content_not_blank")
+                pl.String,
+                pa.Check(row_rule(pl.col("content").str.strip_chars() != ""), name="content_not_blank"),
             ),
             "provenance": pa.Column(pl.String),
             "legacy_score": pa.Column(pl.Float64, nullable=True),
@@ -63,12 +58,14 @@ def _migrated_role_cases_schema(known_roles: frozenset[str]) -> pa.DataFrameSche
         name="migrated_role_cases",
         strict=True,
         checks=[
-            pa.Check(_ok(~migrated | known), name="migrated_only_for_registered_roles"),
+            pa.Check(row_rule(~migrated | known), name="migrated_only_for_registered_roles"),
             pa.Check(
-                _ok(~quarantined | (~known & (pl.col("reason") == UNKNOWN_ROLE))),
+                row_rule(~quarantined | (~known & (pl.col("reason") == UNKNOWN_ROLE))),
                 name="unknown_roles_are_quarantined_never_mapped",
             ),
-            pa.Check(_ok(~migrated | pl.col("skill_id").is_not_null()), name="migrated_case_names_its_skill"),
+            pa.Check(
+                row_rule(~migrated | pl.col("skill_id").is_not_null()), name="migrated_case_names_its_skill"
+            ),
             _row_in_its_partition(),
         ],
     )
@@ -86,7 +83,7 @@ MIGRATION_REJECTS_INVARIANTS = pa.DataFrameSchema(
         "reason": pa.Column(
             pl.String,
             pa.Check(
-                _ok(
+                row_rule(
                     pl.col("reason")
                     .str.split("; ")
                     .list.eval(pl.element().is_in(list(REJECT_REASONS)))
@@ -126,7 +123,7 @@ MIGRATION_CONSERVATION_REPORT_INVARIANTS = pa.DataFrameSchema(
     strict=True,
     checks=[
         pa.Check(
-            _ok(pl.col("rows_in") == pl.col("migrated") + pl.col("quarantined") + pl.col("rejected")),
+            row_rule(pl.col("rows_in") == pl.col("migrated") + pl.col("quarantined") + pl.col("rejected")),
             name="rows_in_equal_migrated_plus_quarantined_plus_rejected",
         ),
     ],

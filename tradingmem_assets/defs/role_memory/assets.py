@@ -17,7 +17,6 @@ from tradingmem_assets.defs.role_memory import incremental
 from tradingmem_assets.defs.role_memory import invariants as schemas
 from tradingmem_assets.defs.role_memory.admission import ROLE_CASES_DTYPES, admitted_cases, registry_frame
 from tradingmem_assets.defs.role_memory.chain import CHAIN_TABLES, decision_coverage, with_chain
-from tradingmem_assets.defs.role_memory.invariants import validate_relation
 from tradingmem_assets.defs.role_memory.llm_reflector import ChatClient, LLMReflector
 from tradingmem_assets.defs.role_memory.reasons import chain_eligible_sql
 from tradingmem_assets.defs.role_memory.recall import rebuild_recall_index
@@ -36,7 +35,7 @@ from tradingmem_assets.lib.basis import record_basis, touched_only
 from tradingmem_assets.lib.budget import BudgetTracker, ensure_usage_table
 from tradingmem_assets.lib.dagster_kit import table_asset, table_metadata
 from tradingmem_assets.lib.tables import raw_key
-from tradingmem_assets.lib.validation import Validation, record_validated, validate
+from tradingmem_assets.lib.validation import Validation, record_validated, validate, validate_query
 from tradingmem_assets.lib.warehouse import replace_table, scalar, table_exists, transaction
 from tradingmem_assets.settings import SETTINGS
 
@@ -143,14 +142,16 @@ def role_cases(context, warehouse, con, registry) -> dg.MaterializeResult:
     with transaction(con):
         with admitted_cases(con, registry, as_of, touched=touched) as admitted:
             changed = write_cases(con, admitted, as_of, partial=touched is not None)
-        invariants = validate_relation(
+        invariants = validate_query(
+            con,
             schemas.ROLE_CASES_INVARIANTS,
-            with_chain(con, decisions=touched_only(touched, "rc.decision_id")),
-            schemas.ROLE_CASES_OPAQUE,
+            with_chain(decisions=touched_only(touched, "rc.decision_id")),
         )
-        coverage = validate_relation(
+        coverage = validate_query(
+            con,
             schemas.DECISION_COVERAGE_INVARIANTS,
-            decision_coverage(con, as_of, decisions=touched_only(touched, "decision_id")),
+            decision_coverage(decisions=touched_only(touched, "decision_id")),
+            {"as_of": as_of},
         )
         if not (invariants.passed and coverage.passed):
             raise _failure("role_cases", invariants, coverage)
@@ -226,11 +227,11 @@ def role_reflections(context, warehouse, con, registry) -> dg.MaterializeResult:
     # LLM calls (if any) happen here, each recorded in llm_usage at once: a failed write below
     # must not erase what was spent.
     batch = reflect(con, inputs, as_of, reflector)
-    checked = con.sql(
+    checked = (
         f"SELECT b.*, {chain_eligible_sql('rc')} AS case_chain_eligible FROM {batch.table} b "
         "LEFT JOIN main.role_cases rc ON rc.case_id = b.case_id"
     )
-    validation = validate_relation(schemas.REFLECTION_BATCH_INVARIANTS, checked)
+    validation = validate_query(con, schemas.REFLECTION_BATCH_INVARIANTS, checked)
     if not validation.passed:
         raise _failure("role_reflections", validation)
     appended = record_reflections(con, batch.table)

@@ -2,10 +2,6 @@
 
 from __future__ import annotations
 
-from datetime import datetime
-
-import duckdb
-
 from tradingmem_assets.lib import tables
 
 CHAIN_SQL = """
@@ -19,7 +15,7 @@ WHERE {decisions}
 COVERAGE_SQL = """
 WITH expected AS (
     SELECT decision_id FROM raw.trading_decisions
-    WHERE role_id IS NOT NULL AND decided_at <= $1 AND {decisions}
+    WHERE role_id IS NOT NULL AND decided_at <= $as_of AND {decisions}
 ),
 seen AS (SELECT decision_id, count(*) AS n_cases FROM {cases} WHERE {decisions} GROUP BY decision_id)
 SELECT coalesce(x.decision_id, s.decision_id) AS decision_id,
@@ -33,20 +29,14 @@ FROM expected x FULL OUTER JOIN seen s ON s.decision_id = x.decision_id
 CHAIN_TABLES = (tables.raw_table("trade_executions"), tables.raw_table("trading_decisions"))
 
 
-def with_chain(
-    con: duckdb.DuckDBPyConnection, cases: str = tables.ROLE_CASES, decisions: str = "TRUE"
-) -> duckdb.DuckDBPyRelation:
-    """Cases (those the SQL condition ``decisions`` on ``rc`` keeps) with the source facts of their
-    linked execution, read from ``raw.trade_executions``.
-
-    A lazy relation: stream it (``schemas.role_memory.validate_relation``) or ``.pl()`` a small one.
-    """
-    return con.sql(CHAIN_SQL.format(cases=cases, decisions=decisions))
+def with_chain(cases: str = tables.ROLE_CASES, decisions: str = "TRUE") -> str:
+    """The query of the cases (those the SQL condition ``decisions`` on ``rc`` keeps) with the source
+    facts of their linked execution, read from ``raw.trade_executions``: validate it with
+    ``lib.validation.validate_query``, or read a small one whole."""
+    return CHAIN_SQL.format(cases=cases, decisions=decisions)
 
 
-def decision_coverage(
-    con: duckdb.DuckDBPyConnection, as_of: datetime, cases: str = tables.ROLE_CASES, decisions: str = "TRUE"
-) -> duckdb.DuckDBPyRelation:
-    """Per decision (of those the SQL condition ``decisions`` keeps): does it name a role, and how
-    many cases does it have (must be exactly one)."""
-    return con.sql(COVERAGE_SQL.format(cases=cases, decisions=decisions), params=[as_of])
+def decision_coverage(cases: str = tables.ROLE_CASES, decisions: str = "TRUE") -> str:
+    """The query, per decision (of those the SQL condition ``decisions`` keeps), of whether it names
+    a role and how many cases it has (must be exactly one), at the instant ``$as_of``."""
+    return COVERAGE_SQL.format(cases=cases, decisions=decisions)

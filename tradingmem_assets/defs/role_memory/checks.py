@@ -2,7 +2,8 @@
 
 The assets validate the same schemas before writing; these checks read what is actually stored
 (and the execution chain it must agree with), so a hand-edited table is caught and stops
-everything downstream in the run. Tables stream through Pandera in chunks (``validate_relation``).
+everything downstream in the run. Tables stream through Pandera in batches
+(``lib.validation.validate_query``).
 """
 
 from collections.abc import Callable
@@ -15,10 +16,9 @@ import polars as pl
 from tradingmem_assets.defs.resources import WarehouseResource
 from tradingmem_assets.defs.role_memory import invariants as schemas
 from tradingmem_assets.defs.role_memory.chain import CHAIN_TABLES, decision_coverage, with_chain
-from tradingmem_assets.defs.role_memory.invariants import validate_relation
 from tradingmem_assets.lib import tables
 from tradingmem_assets.lib.dagster_kit import check_result, validated_at_write_metadata
-from tradingmem_assets.lib.validation import Validation, validate, validated_by
+from tradingmem_assets.lib.validation import Validation, validate, validate_query, validated_by
 from tradingmem_assets.lib.warehouse import read_frame, table_exists
 
 ROLE_CASES_INVARIANTS_CHECK = "role_cases_invariants"
@@ -72,9 +72,7 @@ role_cases_invariants = _stored_check(
     tables.ROLE_CASES,
     "eligible <=> no reasons <=> status eligible; quarantined => not eligible; "
     "eligible => manual source (verified if external) and no automation flag, read from the chain.",
-    lambda con, _as_of: validate_relation(
-        schemas.ROLE_CASES_INVARIANTS, with_chain(con), schemas.ROLE_CASES_OPAQUE
-    ),
+    lambda con, _as_of: validate_query(con, schemas.ROLE_CASES_INVARIANTS, with_chain()),
     reads=CHAIN_TABLES,
 )
 every_role_decision_exactly_once = _stored_check(
@@ -82,7 +80,9 @@ every_role_decision_exactly_once = _stored_check(
     "role_cases",
     tables.ROLE_CASES,
     "Every decision that names a role has exactly one case, and nothing else has one.",
-    lambda con, as_of: validate_relation(schemas.DECISION_COVERAGE_INVARIANTS, decision_coverage(con, as_of)),
+    lambda con, as_of: validate_query(
+        con, schemas.DECISION_COVERAGE_INVARIANTS, decision_coverage(), {"as_of": as_of}
+    ),
     reads=CHAIN_TABLES,
 )
 role_reflections_invariants = _stored_check(
@@ -90,8 +90,8 @@ role_reflections_invariants = _stored_check(
     "role_reflections",
     tables.ROLE_REFLECTIONS,
     "Known classes; a lesson (<= 280 chars) exactly for missing_data and logic_error.",
-    lambda con, _as_of: validate_relation(
-        schemas.ROLE_REFLECTIONS_INVARIANTS, con.sql("SELECT * FROM main.role_reflections")
+    lambda con, _as_of: validate_query(
+        con, schemas.ROLE_REFLECTIONS_INVARIANTS, "SELECT * FROM main.role_reflections"
     ),
 )
 role_stats_consistent = _stored_check(
