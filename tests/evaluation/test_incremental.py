@@ -147,7 +147,7 @@ def test_a_rewritten_run_sharing_its_id_with_another_decisions_stored_run_is_a_v
         "1::BIGINT AS run_version, 'complete' AS status, false AS is_primary, NULL::TIMESTAMPTZ AS promoted_at, "
         "TIMESTAMPTZ '2024-01-01' AS created_at, TIMESTAMPTZ '2024-01-01' AS known_at, "
         "0.02::DOUBLE AS raw_return, 0.01::DOUBLE AS benchmark_return, "
-        "0.02::DOUBLE - 0.01::DOUBLE AS excess_return"
+        "0.02::DOUBLE - 0.01::DOUBLE AS excess_return, repeat('0', 64) AS inputs_hash"
     )
     con.execute(f"CREATE TABLE written AS {row.format(d='d2')}")
     con.execute(f"CREATE TABLE stored AS {row.format(d='d1')} UNION ALL SELECT * FROM written")

@@ -13,8 +13,6 @@ from tradingmem_assets.defs.evaluation import invariants
 from tradingmem_assets.defs.evaluation.invariants import (
     EVALUATION_RUNS_INVARIANTS,
     PRIMARY_RUNS_RULES,
-    RUN_KEY,
-    VALIDATED_COLUMNS,
     validate_runs,
 )
 from tradingmem_assets.lib.validation import named_checks, stream_validated, validate
@@ -23,9 +21,9 @@ T = datetime(2024, 1, 2, tzinfo=UTC)
 
 # every invariant of the runs over one frame: what the streamed validation must find
 WHOLE = pa.DataFrameSchema(
-    {**EVALUATION_RUNS_INVARIANTS.columns, "run_id": pa.Column(pl.String, unique=True)},
+    EVALUATION_RUNS_INVARIANTS.columns,
     name="evaluation_runs",
-    unique=list(RUN_KEY),
+    unique=EVALUATION_RUNS_INVARIANTS.unique,
     checks=[*EVALUATION_RUNS_INVARIANTS.checks, *named_checks(PRIMARY_RUNS_RULES)],
 )
 
@@ -49,6 +47,7 @@ def _runs(n_decisions: int) -> pl.DataFrame:
                     "raw_return": 0.01 * d if version == 1 else None,
                     "benchmark_return": 0.005 if version == 1 else None,
                     "excess_return": 0.01 * d - 0.005 if version == 1 else None,
+                    "inputs_hash": f"{d:060d}{version:04d}",
                 }
             )
     return pl.DataFrame(rows).cast({"run_version": pl.Int64})
@@ -67,6 +66,11 @@ TAMPERS = {
     "two primaries far apart": "UPDATE runs SET is_primary = true, promoted_at = created_at "
     "WHERE run_id IN ('er_0002_0', 'er_0038_0')",
     "a primary run without its promotion": "UPDATE runs SET promoted_at = NULL WHERE run_id = 'er_0013_1'",
+    # columns no row rule reads: their nulls are found in SQL
+    "an execution id nulled": "UPDATE runs SET execution_id = NULL WHERE run_id = 'er_0017_0'",
+    "a decision id and an inputs hash nulled": "UPDATE runs SET decision_id = NULL, inputs_hash = NULL "
+    "WHERE run_id = 'er_0029_1'",
+    "a run id nulled": "UPDATE runs SET run_id = NULL WHERE run_id = 'er_0033_1'",
 }
 
 
@@ -84,7 +88,7 @@ def test_streamed_validation_reports_what_one_frame_reports(tamper, monkeypatch)
     monkeypatch.setattr(invariants, "RUN_BATCH_ROWS", 7)  # 80 rows: 12 batches, a decision's runs apart
 
     streamed, rows = validate_runs(con, "runs")
-    whole = validate(WHOLE, con.sql(f"SELECT run_id, {VALIDATED_COLUMNS} FROM runs").pl())
+    whole = validate(WHOLE, con.sql("SELECT * FROM runs").pl())
 
     assert rows == 80
     assert streamed.passed == whole.passed == (tamper == "clean")
@@ -95,11 +99,14 @@ def test_streamed_validation_reports_what_one_frame_reports(tamper, monkeypatch)
     def named(v):  # a unique column's repeated values, and the decisions the other cases name
         cases = v.failure_cases
         values = cases.filter(pl.col("check") == "field_uniqueness").select("column", "failure_case").rows()
-        decisions = cases.get_column("failure_case").str.extract_all(r'"decision_id":"(d\d{4})"').explode()
-        return sorted(set(values)), sorted(set(decisions.drop_nulls().str.slice(15, 5).to_list()))
+        runs = cases.get_column("failure_case").str.extract_all(r'"run_id":"er_(\d{4})').explode()
+        decisions = cases.get_column("failure_case").str.extract_all(r'"decision_id":"d(\d{4})"').explode()
+        return sorted(set(values)), sorted(
+            {*runs.drop_nulls().str.slice(-4).to_list(), *decisions.drop_nulls().str.slice(-5, 4).to_list()}
+        )
 
-    # the same checks, on the same values and decisions (Pandera names a row by its place in the
-    # frame it saw, and a frame-wide check's case by the whole row)
+    # the same checks, on the same values and decisions (a frame-wide check's case is the row as
+    # Pandera saw it: the streamed one names its run, the whole frame's its run and decision)
     assert found(streamed) == found(whole)
     assert named(streamed) == named(whole)
 
@@ -140,7 +147,7 @@ def test_batches_are_validated_beside_the_connection_which_reads_each_row_once()
         then_ran.append(threading.current_thread() is threading.main_thread())
         return []
 
-    validation, rows = stream_validated(con, schema, f"SELECT {VALIDATED_COLUMNS} FROM runs", 9, then)
+    validation, rows = stream_validated(con, schema, "SELECT * FROM runs", 9, then)
     assert rows == 80 and then_ran == [True]
     # every row once, in batches of at most 9, none validated on the connection's thread
     assert sum(n for _, n in seen) == 80 and max(n for _, n in seen) <= 9
@@ -157,7 +164,7 @@ def test_an_error_on_the_connection_waits_for_the_batches_and_is_raised():
         raise RuntimeError("the connection's work failed")
 
     with pytest.raises(RuntimeError, match="work failed"):
-        stream_validated(con, EVALUATION_RUNS_INVARIANTS, f"SELECT {VALIDATED_COLUMNS} FROM runs", 9, fails)
+        stream_validated(con, EVALUATION_RUNS_INVARIANTS, "SELECT * FROM runs", 9, fails)
 
 
 def test_an_empty_table_is_one_empty_frame_whose_types_are_checked():

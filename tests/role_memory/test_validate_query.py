@@ -94,7 +94,7 @@ def test_the_query_is_validated_as_one_frame_would_be(tamper, batch_rows):
     _table(con, tamper)
     query = "SELECT * FROM cases"
 
-    found = validate_query(con, ROLE_CASES_INVARIANTS, query, batch_rows=batch_rows)
+    found = validate_query(con, ROLE_CASES_INVARIANTS, query, batch_rows=batch_rows)[0]
     whole = validate(ROLE_CASES_INVARIANTS, con.sql(query).pl())
 
     assert found.passed == whole.passed == (tamper in ("clean", "a text nobody checks, nulled where allowed"))
@@ -117,12 +117,13 @@ def test_only_the_columns_a_rule_reads_reach_pandera():
         name="role_cases",
         checks=[*ROLE_CASES_INVARIANTS.checks, pa.Check(spy, name="spy")],
     )
-    assert validate_query(con, unnamed, "SELECT * FROM cases", batch_rows=7).passed
+    assert validate_query(con, unnamed, "SELECT * FROM cases", batch_rows=7)[0].passed
     # the empty frame whose types are checked, then five batches of at most 7 rows
     assert len(seen) == 6 and all(columns == set(ROLE_CASES_INVARIANTS.columns) for columns in seen)
 
-    # status has a check of its own and the rule reads quarantined: those two stream, the rest is
-    # checked in SQL (case_id's uniqueness, symbol's nulls) or on the empty frame (every type)
+    # status has a check of its own and the rule reads quarantined: those two stream, with case_id,
+    # the unique column that names a failing row; the rest is checked in SQL (case_id's uniqueness,
+    # symbol's nulls) or on the empty frame (every type)
     seen.clear()
     spy.reads = frozenset({"quarantined"})
     narrow = pa.DataFrameSchema(
@@ -136,8 +137,8 @@ def test_only_the_columns_a_rule_reads_reach_pandera():
         checks=[pa.Check(spy, name="spy")],
     )
     con.execute("UPDATE cases SET symbol = NULL, case_id = 'rc_000' WHERE case_id = 'rc_001'")
-    validation = validate_query(con, narrow, "SELECT * FROM cases", batch_rows=7)
-    assert len(seen) == 6 and all(columns == {"status", "quarantined"} for columns in seen[1:])
+    validation = validate_query(con, narrow, "SELECT * FROM cases", batch_rows=7)[0]
+    assert len(seen) == 6 and all(columns == {"case_id", "status", "quarantined"} for columns in seen[1:])
     assert _found(validation) == sorted(
         {
             ("case_id", "field_uniqueness"),
@@ -159,7 +160,7 @@ def test_a_rule_that_reads_a_column_it_does_not_name_fails_closed():
         name="liar",
         checks=[pa.Check(liar, name="status_present")],
     )
-    validation = validate_query(con, schema, "SELECT * FROM cases")
+    validation = validate_query(con, schema, "SELECT * FROM cases")[0]
     assert not validation.passed
     assert "status_present" in validation.failure_cases.get_column("check").to_list()
 
@@ -168,7 +169,7 @@ def test_a_missing_column_and_a_wrong_type_are_reported_once():
     con = duckdb.connect()
     _table(con)
     query = "SELECT * EXCLUDE (role_id) REPLACE (quarantined::VARCHAR AS quarantined) FROM cases"
-    validation = validate_query(con, ROLE_CASES_INVARIANTS, query, batch_rows=4)
+    validation = validate_query(con, ROLE_CASES_INVARIANTS, query, batch_rows=4)[0]
     checks = validation.failure_cases.select("column", "check").rows()
     missing = validation.failure_cases.filter(pl.col("check") == "column_in_dataframe")
     assert missing.select("column", "failure_case").rows() == [("role_cases", "role_id")]
@@ -184,9 +185,9 @@ def test_parameters_bind_in_every_pass_over_the_query():
         "(NULL, true, 2)) t(decision_id, names_a_role, n)"
     )
     query = "SELECT decision_id, names_a_role, n::BIGINT AS n_cases FROM c WHERE n <= $most"
-    one = validate_query(con, DECISION_COVERAGE_INVARIANTS, query, {"most": 1}, batch_rows=1)
+    one = validate_query(con, DECISION_COVERAGE_INVARIANTS, query, {"most": 1}, batch_rows=1)[0]
     assert _found(one) == [("decision_id", "field_uniqueness")]
-    two = validate_query(con, DECISION_COVERAGE_INVARIANTS, query, {"most": 2}, batch_rows=1)
+    two = validate_query(con, DECISION_COVERAGE_INVARIANTS, query, {"most": 2}, batch_rows=1)[0]
     assert _found(two) == sorted(
         {
             ("decision_id", "field_uniqueness"),

@@ -10,6 +10,7 @@ from __future__ import annotations
 from collections import deque
 from collections.abc import Callable, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
+from copy import copy
 from dataclasses import dataclass
 from datetime import datetime
 
@@ -153,30 +154,38 @@ def validate_query(
     query: str,
     params: Mapping[str, object] | Sequence[object] | None = None,
     batch_rows: int = QUERY_BATCH_ROWS,
-) -> Validation:
+    also: Callable[[], list[pl.DataFrame]] = list,
+) -> tuple[Validation, int]:
     """Every rule of ``schema`` over every row of ``query`` (with its ``params``), each where it
-    costs least. Pandera validates the rows as the connection streams them (``stream_validated``),
-    but only the columns a rule reads; every column's type and presence are validated on the
-    query's empty frame; the nulls of a column no rule reads, and every unique column, are found
-    in SQL over the whole query, as the rows stream (failure cases spelled as Pandera's, without a
-    row index). Reading wide text into Python cost more than every rule together. A rule that
-    reads a column its ``row_rule`` does not name fails, as Pandera cannot find it."""
+    costs least, and the rows seen. Pandera validates the rows as the connection streams them
+    (``stream_validated``), but only the columns a rule reads, and the first unique column, whose
+    value names the row of a failure case. Every column's type and presence are validated on the
+    query's empty frame. The nulls of a column no rule reads, every unique column and the schema's
+    unique key of several columns are found in SQL over the whole query as the rows stream
+    (failure cases spelled as Pandera's, without a row index). Reading wide text into Python cost
+    more than every rule together. A rule that reads a column its ``row_rule`` does not name
+    fails, as Pandera cannot find it. ``also()`` runs on the connection beside the last batch too
+    (a rule over a key's rows, which no batch sees whole): its failure cases join the others."""
     empty = as_utc(con.sql(f"SELECT * FROM ({query}) LIMIT 0", params=params).pl())
-    unique = [name for name, column in schema.columns.items() if column.unique]
+    unique: list[str | tuple[str, ...]] = [name for name, column in schema.columns.items() if column.unique]
     whole = schema.update_columns({name: {"unique": False} for name in unique})
+    if schema.unique:  # a key of several columns, found in SQL too
+        unique.append(tuple(schema.unique))
+        whole = copy(whole)
+        whole.unique = None
     types = validate(whole, empty).failure_cases
-    read = _read_by_rules(schema)
+    label = [name for name in unique if isinstance(name, str)][:1]
+    read = _read_by_rules(schema) | set(label)
     streamed = [name for name in empty.columns if name in read]
     in_sql = [name for name in schema.columns if name in empty.columns and name not in read]
     nulls = [name for name in in_sql if not schema.columns[name].nullable]
 
     def over_the_whole_query() -> list[pl.DataFrame]:  # a unique column the query lacks failed above
-        return whole_query_failures(
-            con, f"({query})", [name for name in unique if name in empty.columns], nulls, params
-        )
+        keys = [key for key in unique if set([key] if isinstance(key, str) else key) <= set(empty.columns)]
+        return [*whole_query_failures(con, f"({query})", keys, nulls, params, schema.name or ""), *also()]
 
     columns = ", ".join(f'"{name}"' for name in streamed) or "NULL AS _no_column_read"
-    validation, _ = stream_validated(
+    validation, rows = stream_validated(
         con,
         whole.select_columns(streamed),
         f"SELECT {columns} FROM ({query})",
@@ -184,33 +193,30 @@ def validate_query(
         over_the_whole_query,
         params,
     )
-    return Validation(
-        validation.schema_name, pl.concat([types, validation.failure_cases]).unique(maintain_order=True)
-    )
+    found = pl.concat([types, validation.failure_cases]).unique(maintain_order=True)
+    return Validation(validation.schema_name, found), rows
 
 
 def whole_query_failures(
     con: duckdb.DuckDBPyConnection,
     relation: str,
-    unique: Sequence[str],
+    unique: Sequence[str | tuple[str, ...]],
     not_null: Sequence[str],
     params: Mapping[str, object] | Sequence[object] | None = None,
+    schema_name: str = "",
 ) -> list[pl.DataFrame]:
-    """The failure cases of the ``unique`` columns (``repeated_values``) and the ``not_null`` ones
-    (``null_values``) of ``relation``. One pass counts each column's distinct hashes and nulls, and
-    only a column found repeated or null is read again, for its cases: a valid relation (the rule)
-    is read once."""
-    if not (unique or not_null):
-        return []
-    counted = [f'count(DISTINCT hash("{c}"))' for c in unique] + [
-        f'count(*) FILTER (WHERE "{c}" IS NULL)' for c in not_null
-    ]
-    ((rows, *counts),) = con.execute(
-        f"SELECT count(*), {', '.join(counted)} FROM {relation}", params
-    ).fetchall()
-    repeated = [c for c, distinct in zip(unique, counts, strict=False) if distinct < rows]
-    null = [c for c, nulls in zip(not_null, counts[len(unique) :], strict=True) if nulls]
-    found = [repeated_values(con, relation, c, params=params) for c in repeated]
+    """The failure cases of the ``unique`` columns and keys of several columns (``repeated_values``,
+    a key's under ``schema_name``) and of the ``not_null`` columns (``null_values``) of
+    ``relation``. One pass counts the nulls of every column, and only the columns found with nulls
+    are read again, for their cases. (Counting each key's distinct hashes in that pass too was
+    slower than grouping by them, key by key: DuckDB's distinct aggregates of one group run on one
+    thread.)"""
+    found = [repeated_values(con, relation, key, schema_name, params) for key in unique]
+    if not not_null:
+        return found
+    counted = ", ".join(f'count(*) FILTER (WHERE "{c}" IS NULL)' for c in not_null)
+    ((*counts,),) = con.execute(f"SELECT {counted} FROM {relation}", params).fetchall()
+    null = [c for c, nulls in zip(not_null, counts, strict=True) if nulls]
     return [*found, null_values(con, relation, null, params)] if null else found
 
 

@@ -10,25 +10,17 @@ from tradingmem_assets.lib.validation import (
     Validation,
     named_checks,
     repeated_values,
+    row_rule,
     rule,
-    stream_validated,
     validate,
+    validate_query,
 )
 from tradingmem_assets.lib.vocabulary import EVALUATION_STATUSES
 
-# What Pandera validates row by row: not the 64-hex inputs_hash (sha256 output by construction),
-# nor run_id, whose one rule, uniqueness, is checked in SQL over the whole relation, as is the run
-# key's (``repeated_values``).
-VALIDATED_COLUMNS = (
-    "decision_id, execution_id, profile_id, run_version, status, is_primary, promoted_at, created_at, "
-    "known_at, raw_return, benchmark_return, excess_return"
-)
 RUN_KEY = ("decision_id", "profile_id", "run_version")
 # rows of one streamed batch: at SF 10 the 5.8 million runs are validated in six batches
 RUN_BATCH_ROWS = 1_000_000
 
-# the runs' rules over one row, by the check name a failure reports
-EVALUATION_RUNS_RULES: dict[str, Callable] = {}
 # the rule over a decision's runs, validated over the primary runs alone (the others add nothing)
 PRIMARY_RUNS_RULES: dict[str, Callable] = {}
 
@@ -40,41 +32,26 @@ def _one_primary_per_decision(data: pa.PolarsData) -> pl.LazyFrame:
     )
 
 
-@rule(EVALUATION_RUNS_RULES, "primary_run_has_promoted_at")
-def _primary_has_promotion_time(data: pa.PolarsData) -> pl.LazyFrame:
-    return data.lazyframe.select((~pl.col("is_primary") | pl.col("promoted_at").is_not_null()).alias("ok"))
+_pending = pl.col("status") == "pending"
+# computed as that difference in SQL: the same doubles, exactly (null when a side is missing)
+_difference = pl.col("raw_return") - pl.col("benchmark_return")
+# the runs' rules over one row, by the check name a failure reports
+EVALUATION_RUNS_RULES = {
+    "primary_run_has_promoted_at": row_rule(~pl.col("is_primary") | pl.col("promoted_at").is_not_null()),
+    "version_0_is_the_open_window": row_rule((pl.col("run_version") == 0) == _pending),
+    "known_at_once_settled": row_rule(pl.col("known_at").is_null() == _pending),
+    "excess_return_is_raw_minus_benchmark": row_rule(
+        pl.col("excess_return").eq_missing(_difference)
+        | (pl.col("excess_return") - _difference).abs().le(1e-12)
+    ),
+}
 
 
-@rule(EVALUATION_RUNS_RULES, "version_0_is_the_open_window")
-def _version_zero_is_the_open_window(data: pa.PolarsData) -> pl.LazyFrame:
-    return data.lazyframe.select(
-        ((pl.col("run_version") == 0) == (pl.col("status") == "pending")).alias("ok")
-    )
-
-
-@rule(EVALUATION_RUNS_RULES, "known_at_once_settled")
-def _known_once_settled(data: pa.PolarsData) -> pl.LazyFrame:
-    return data.lazyframe.select(
-        (pl.col("known_at").is_null() == (pl.col("status") == "pending")).alias("ok")
-    )
-
-
-@rule(EVALUATION_RUNS_RULES, "excess_return_is_raw_minus_benchmark")
-def _excess_is_raw_minus_benchmark(data: pa.PolarsData) -> pl.LazyFrame:
-    # computed as that difference in SQL: the same doubles, exactly (null when a side is missing)
-    difference = pl.col("raw_return") - pl.col("benchmark_return")
-    return data.lazyframe.select(
-        (
-            pl.col("excess_return").eq_missing(difference)
-            | (pl.col("excess_return") - difference).abs().le(1e-12)
-        )
-        .fill_null(False)
-        .alias("ok")
-    )
-
-
+# Pandera sees the columns a rule reads; the ids' nulls and uniqueness are found in SQL
+# (``validate_query``), and the 64-hex inputs_hash (SHA-256 output by construction) is checked for nulls.
 EVALUATION_RUNS_INVARIANTS = pa.DataFrameSchema(
     {
+        "run_id": pa.Column(pl.String, unique=True),
         "decision_id": pa.Column(pl.String),
         "execution_id": pa.Column(pl.String),
         "profile_id": pa.Column(pl.String),
@@ -87,8 +64,10 @@ EVALUATION_RUNS_INVARIANTS = pa.DataFrameSchema(
         "raw_return": pa.Column(pl.Float64, nullable=True),
         "benchmark_return": pa.Column(pl.Float64, nullable=True),
         "excess_return": pa.Column(pl.Float64, nullable=True),
+        "inputs_hash": pa.Column(pl.String),
     },
     name="evaluation_runs",
+    unique=list(RUN_KEY),
     checks=named_checks(EVALUATION_RUNS_RULES),
 )
 PRIMARY_RUNS_INVARIANTS = pa.DataFrameSchema(
@@ -101,29 +80,25 @@ PRIMARY_RUNS_INVARIANTS = pa.DataFrameSchema(
 def validate_runs(
     con: duckdb.DuckDBPyConnection, relation: str, stored: str | None = None
 ) -> tuple[Validation, int]:
-    """Every invariant over ``relation`` (a run table), and the rows validated: Pandera validates
-    the runs row by row as the connection streams them (``stream_validated``), then the primary
-    runs for at most one per decision; the unique run ids and run keys are found in SQL over the
-    whole relation meanwhile. With ``stored``, the table ``relation``'s runs were just written into
-    (in place of every run of their decisions): a run id of theirs that another run there also has
-    is a failure too, so a table valid before stays valid as a whole."""
+    """Every invariant over ``relation`` (a run table), and the runs seen, with ``validate_query``:
+    the rules of one run as the connection streams the runs, the unique run ids and run keys in
+    SQL, and meanwhile the primary runs apart, for at most one per decision. With ``stored``, the
+    table ``relation``'s runs were just written into (in place of every run of their decisions): a
+    run id of theirs that another run there also has is a failure too, so a table valid before
+    stays valid as a whole."""
 
-    def on_the_connection() -> list[pl.DataFrame]:
+    def across_runs() -> list[pl.DataFrame]:
         primaries = con.sql(f"SELECT decision_id, is_primary FROM {relation} WHERE is_primary").pl()
-        found = [
-            validate(PRIMARY_RUNS_INVARIANTS, primaries).failure_cases,
-            repeated_values(con, relation, "run_id"),
-            repeated_values(con, relation, RUN_KEY, EVALUATION_RUNS_INVARIANTS.name),
-        ]
+        found = [validate(PRIMARY_RUNS_INVARIANTS, primaries).failure_cases]
         if stored is not None:
             sharing = f"(SELECT run_id FROM {stored} WHERE run_id IN (SELECT run_id FROM {relation}))"
             found.append(repeated_values(con, sharing, "run_id"))
         return found
 
-    return stream_validated(
+    return validate_query(
         con,
         EVALUATION_RUNS_INVARIANTS,
-        f"SELECT {VALIDATED_COLUMNS} FROM {relation}",
-        RUN_BATCH_ROWS,
-        on_the_connection,
+        f"SELECT * FROM {relation}",
+        batch_rows=RUN_BATCH_ROWS,
+        also=across_runs,
     )

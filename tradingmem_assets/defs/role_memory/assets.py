@@ -142,12 +142,12 @@ def role_cases(context, warehouse, con, registry) -> dg.MaterializeResult:
     with transaction(con):
         with admitted_cases(con, registry, as_of, touched=touched) as admitted:
             changed = write_cases(con, admitted, as_of, partial=touched is not None)
-        invariants = validate_query(
+        invariants, _ = validate_query(
             con,
             schemas.ROLE_CASES_INVARIANTS,
             with_chain(decisions=touched_only(touched, "rc.decision_id")),
         )
-        coverage = validate_query(
+        coverage, _ = validate_query(
             con,
             schemas.DECISION_COVERAGE_INVARIANTS,
             decision_coverage(decisions=touched_only(touched, "decision_id")),
@@ -231,7 +231,7 @@ def role_reflections(context, warehouse, con, registry) -> dg.MaterializeResult:
         f"SELECT b.*, {chain_eligible_sql('rc')} AS case_chain_eligible FROM {batch.table} b "
         "LEFT JOIN main.role_cases rc ON rc.case_id = b.case_id"
     )
-    validation = validate_query(con, schemas.REFLECTION_BATCH_INVARIANTS, checked)
+    validation, _ = validate_query(con, schemas.REFLECTION_BATCH_INVARIANTS, checked)
     if not validation.passed:
         raise _failure("role_reflections", validation)
     appended = record_reflections(con, batch.table)

@@ -72,7 +72,7 @@ role_cases_invariants = _stored_check(
     tables.ROLE_CASES,
     "eligible <=> no reasons <=> status eligible; quarantined => not eligible; "
     "eligible => manual source (verified if external) and no automation flag, read from the chain.",
-    lambda con, _as_of: validate_query(con, schemas.ROLE_CASES_INVARIANTS, with_chain()),
+    lambda con, _as_of: validate_query(con, schemas.ROLE_CASES_INVARIANTS, with_chain())[0],
     reads=CHAIN_TABLES,
 )
 every_role_decision_exactly_once = _stored_check(
@@ -82,7 +82,7 @@ every_role_decision_exactly_once = _stored_check(
     "Every decision that names a role has exactly one case, and nothing else has one.",
     lambda con, as_of: validate_query(
         con, schemas.DECISION_COVERAGE_INVARIANTS, decision_coverage(), {"as_of": as_of}
-    ),
+    )[0],
     reads=CHAIN_TABLES,
 )
 role_reflections_invariants = _stored_check(
@@ -92,7 +92,7 @@ role_reflections_invariants = _stored_check(
     "Known classes; a lesson (<= 280 chars) exactly for missing_data and logic_error.",
     lambda con, _as_of: validate_query(
         con, schemas.ROLE_REFLECTIONS_INVARIANTS, "SELECT * FROM main.role_reflections"
-    ),
+    )[0],
 )
 role_stats_consistent = _stored_check(
     ROLE_STATS_CONSISTENT_CHECK,
