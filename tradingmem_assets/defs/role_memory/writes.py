@@ -14,13 +14,17 @@ from tradingmem_assets.lib.warehouse import create_table_as, scalar, table_exist
 UNCHANGED = "_tm_unchanged_cases"
 ENCODED = "_tm_encoded_cases"
 
-# The updated_at of every stored row whose content the admission did not change (NULL: changed).
-# A CASE, not a WHERE: as a filter, the comparisons would become keys of a very wide hash join.
+# Per admitted case that is stored, the updated_at of its stored row when the admission did not
+# change its content (NULL: changed). A CASE, not a WHERE: as a filter, the comparisons would
+# become keys of a very wide hash join. A case id stored twice (a hand edit: the run's own writes
+# keep it unique) counts as changed, so both rows go and the admitted case replaces them.
 UNCHANGED_SQL = """
 CREATE OR REPLACE TEMP TABLE {into} AS
-SELECT c.case_id, CASE WHEN {unchanged} THEN p.updated_at END AS updated_at
+SELECT c.case_id,
+       CASE WHEN count(*) = 1 AND bool_and({unchanged}) THEN any_value(p.updated_at) END AS updated_at
 FROM {admitted} c
 JOIN {table} p ON p.case_id = c.case_id
+GROUP BY c.case_id
 """
 
 # Beyond this share of changed or removed rows the table is rewritten whole.
