@@ -198,3 +198,17 @@ def test_parameters_bind_in_every_pass_over_the_query():
     )
     whole = con.sql(query, params={"most": 2}).pl()
     assert _found(two) == _found(validate(DECISION_COVERAGE_INVARIANTS, whole))
+
+
+def test_a_rule_may_read_a_column_the_schema_does_not_declare():
+    con = duckdb.connect()
+    _table(con)
+    schema = pa.DataFrameSchema(
+        {"case_id": pa.Column(pl.String, unique=True)},
+        name="undeclared",
+        checks=[pa.Check(row_rule(pl.col("status") != "pending"), name="no_pending")],
+    )
+    validation = validate_query(con, schema, "SELECT * FROM cases", batch_rows=7)[0]
+    failing = validation.failure_cases.filter(pl.col("check") == "no_pending")
+    assert failing.height == 10  # every third of the 30 cases is pending, each named by its case id
+    assert failing.get_column("failure_case").str.contains('"case_id":"rc_').all()

@@ -187,7 +187,7 @@ def validate_query(
     columns = ", ".join(f'"{name}"' for name in streamed) or "NULL AS _no_column_read"
     validation, rows = stream_validated(
         con,
-        whole.select_columns(streamed),
+        whole.select_columns([name for name in streamed if name in schema.columns]),
         f"SELECT {columns} FROM ({query})",
         batch_rows,
         over_the_whole_query,
