@@ -212,3 +212,19 @@ def test_a_rule_may_read_a_column_the_schema_does_not_declare():
     failing = validation.failure_cases.filter(pl.col("check") == "no_pending")
     assert failing.height == 10  # every third of the 30 cases is pending, each named by its case id
     assert failing.get_column("failure_case").str.contains('"case_id":"rc_').all()
+
+
+def test_a_rule_that_does_not_name_its_columns_sees_every_column_of_the_query():
+    con = duckdb.connect()
+    _table(con)
+
+    def unnamed(data: pa.PolarsData) -> pl.LazyFrame:  # reads status, which the schema does not declare
+        return data.lazyframe.select((pl.col("status") != "pending").alias("ok"))
+
+    schema = pa.DataFrameSchema(
+        {"case_id": pa.Column(pl.String, unique=True)},
+        name="unnamed",
+        checks=[pa.Check(unnamed, name="no_pending")],
+    )
+    validation = validate_query(con, schema, "SELECT * FROM cases", batch_rows=7)[0]
+    assert validation.failure_cases.filter(pl.col("check") == "no_pending").height == 10

@@ -136,14 +136,15 @@ def row_rule(expr: pl.Expr) -> Callable[[pa.PolarsData], pl.LazyFrame]:
     return check
 
 
-def _read_by_rules(schema: pa.DataFrameSchema) -> set[str]:
+def _read_by_rules(schema: pa.DataFrameSchema) -> set[str] | None:
     """The columns Pandera must see row by row: each with a check of its own, and those the
-    frame-wide rules read (every column, when a rule does not say which: ``row_rule``)."""
+    frame-wide rules read; None (every column of the query) when a rule does not say which
+    (``row_rule`` does)."""
     read = {name for name, column in schema.columns.items() if column.checks}
     for check in schema.checks:
         named = getattr(check._check_fn, "reads", None)
         if named is None:
-            return set(schema.columns)
+            return None
         read |= named
     return read
 
@@ -163,8 +164,9 @@ def validate_query(
     query's empty frame. The nulls of a column no rule reads, every unique column and the schema's
     unique key of several columns are found in SQL over the whole query as the rows stream
     (failure cases spelled as Pandera's, without a row index). Reading wide text into Python cost
-    more than every rule together. A rule that reads a column its ``row_rule`` does not name
-    fails, as Pandera cannot find it. ``also()`` runs on the connection beside the last batch too
+    more than every rule together. A rule that is not a ``row_rule`` gets every column of the
+    query; a rule that reads a column its ``row_rule`` does not name fails, as Pandera cannot find
+    it. ``also()`` runs on the connection beside the last batch too
     (a rule over a key's rows, which no batch sees whole): its failure cases join the others."""
     empty = as_utc(con.sql(f"SELECT * FROM ({query}) LIMIT 0", params=params).pl())
     unique: list[str | tuple[str, ...]] = [name for name, column in schema.columns.items() if column.unique]
@@ -175,9 +177,9 @@ def validate_query(
         whole.unique = None
     types = validate(whole, empty).failure_cases
     label = [name for name in unique if isinstance(name, str)][:1]
-    read = _read_by_rules(schema) | set(label)
-    streamed = [name for name in empty.columns if name in read]
-    in_sql = [name for name in schema.columns if name in empty.columns and name not in read]
+    read = _read_by_rules(schema)
+    streamed = [name for name in empty.columns if read is None or name in read or name in label]
+    in_sql = [name for name in schema.columns if name in empty.columns and name not in streamed]
     nulls = [name for name in in_sql if not schema.columns[name].nullable]
 
     def over_the_whole_query() -> list[pl.DataFrame]:  # a unique column the query lacks failed above

@@ -31,7 +31,7 @@ from tradingmem_assets.lib.dagster_kit import (
 )
 from tradingmem_assets.lib.sql_json import sql_literal
 from tradingmem_assets.lib.tables import raw_key
-from tradingmem_assets.lib.validation import Validation, repeated_values, stream_validated, validate
+from tradingmem_assets.lib.validation import Validation, validate, validate_query
 from tradingmem_assets.lib.warehouse import read_columns, read_frame, replace_table, scalar, transaction
 
 # profiles validated at once, each with its basis struct: at SF 10 the validation held 700 MB beside
@@ -105,17 +105,14 @@ def profile_checked_sql(customers: str) -> str:
 
 
 def validate_profiles(con, customers: str) -> Validation:
-    """The profile red lines over the built rows of some customers: Pandera validates them row by
-    row as the connection streams them (``stream_validated``), and a customer id more than one
-    row has is found in SQL over them all (every other rule is of one row)."""
-    per_row = schemas.FIN_CUSTOMER_PROFILE_INVARIANTS.update_columns({"customer_id": {"unique": False}})
-    built = f"(SELECT customer_id FROM {BUILD} WHERE {customers})"
-    validation, _ = stream_validated(
+    """The profile red lines over the built rows of some customers (``validate_query``: Pandera on
+    the rows as the connection streams them, the unique customer id in SQL over them all; every
+    other rule is of one row)."""
+    validation, _ = validate_query(
         con,
-        per_row,
+        schemas.FIN_CUSTOMER_PROFILE_INVARIANTS,
         profile_checked_sql(customers),
-        PROFILE_BATCH_ROWS,
-        lambda: [repeated_values(con, built, "customer_id")],
+        batch_rows=PROFILE_BATCH_ROWS,
     )
     return validation
 
