@@ -13,7 +13,8 @@ def con():
     # repeated only as a pair (each of its columns alone repeats often)
     con.execute(
         "CREATE TABLE t AS "
-        "SELECT 'id_' || i::VARCHAR AS id, (i % 7)::VARCHAR AS a, (i // 7)::BIGINT AS b FROM range(20000) r(i)"
+        "SELECT 'id_' || i::VARCHAR AS id, (i % 7)::VARCHAR AS a, (i // 7)::BIGINT AS b "
+        "FROM range(20000) r(i)"
     )
     con.execute(
         "INSERT INTO t VALUES ('id_17', 'x', 1), ('id_17', 'y', 2), ('id_42', 'z', 3), "
