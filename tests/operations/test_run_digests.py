@@ -56,6 +56,41 @@ def test_a_basis_digest_is_shared_by_the_steps_of_a_run_until_its_landing_forget
         assert basis_digests(con, visible, when, known) == basis_digests(con, visible, when) != first
 
 
+@pytest.mark.parametrize("null_visible", [False, True])
+def test_a_basis_digest_of_every_row_is_the_whole_tables_digest_the_run_knows(tmp_path, null_visible):
+    visible = {
+        "trading_decisions": visible_rows("raw.trading_decisions", "decided_at", null_visible=null_visible)
+    }
+    when = at(DAYS[0])
+    with duckdb.connect(str(tmp_path / "w.duckdb")) as con:
+        con.execute("SET TimeZone = 'UTC'")
+        con.execute("CREATE SCHEMA raw")
+        con.execute(
+            "CREATE TABLE raw.trading_decisions AS SELECT range AS id, "
+            "TIMESTAMPTZ '2024-03-10 00:00:00+00' + to_days(range::INTEGER) AS decided_at FROM range(3)"
+        )
+        hashed = basis_digests(con, visible, when)  # nothing known: the visible rows are hashed
+        assert hashed["trading_decisions"] == rows_digest(con, "raw.trading_decisions")  # all visible
+        # told the whole table's digest (by its landing), the run takes it without hashing: a
+        # marker it could not have hashed shows which was used
+        known = RunDigests()
+        known.note("raw.trading_decisions", "3:marker")
+        assert basis_digests(con, visible, when, known) == {"trading_decisions": "3:marker"}
+        # a row stamped after as_of (or without a stamp, when that hides it): the visible rows are
+        # hashed, never the whole table's digest taken
+        for stamp in ("TIMESTAMPTZ '2024-03-30 00:00:00+00'", "NULL"):
+            con.execute(f"INSERT INTO raw.trading_decisions VALUES (7, {stamp})")
+            known = RunDigests()
+            known.note("raw.trading_decisions", "4:marker")
+            expected = rows_digest(con, f"({visible['trading_decisions'].sql})", {"as_of": when})
+            if stamp == "NULL" and null_visible:
+                assert basis_digests(con, visible, when, known) == {"trading_decisions": "4:marker"}
+            else:
+                assert basis_digests(con, visible, when, known) == {"trading_decisions": expected}
+                assert expected.startswith("3:") and expected == hashed["trading_decisions"]
+            con.execute("DELETE FROM raw.trading_decisions WHERE id = 7")
+
+
 @pytest.fixture(scope="module")
 def world(tmp_path_factory):
     root = tmp_path_factory.mktemp("digests_world")

@@ -23,7 +23,7 @@ from tradingmem_assets.defs.operations import ledger, replay
 from tradingmem_assets.defs.operations.landing_state import fingerprint
 from tradingmem_assets.defs.profile.incremental import PROFILE_TABLES
 from tradingmem_assets.defs.role_memory.incremental import KEPT_TABLES as ROLE_CASES_TABLES
-from tradingmem_assets.lib.basis import Basis, usable_basis
+from tradingmem_assets.lib.basis import Basis, Visible, usable_basis
 from tradingmem_assets.lib.registry import RoleRegistry, load_registry
 from tradingmem_assets.lib.tables import LEARNING_ASSETS, LEARNING_JOB_NAMES, TRADING_MEMORY_JOB
 from tradingmem_assets.lib.warehouse import RunDigests, compact, defer_vacuum, sparse_tables
@@ -130,7 +130,11 @@ class WarehouseResource(DuckDBResource):
         return self._unchanged
 
     def usable_basis(
-        self, con: duckdb.DuckDBPyConnection, table: str, visible: Mapping[str, str], built: Iterable[str]
+        self,
+        con: duckdb.DuckDBPyConnection,
+        table: str,
+        visible: Mapping[str, Visible | str],
+        built: Iterable[str],
     ) -> Basis | None:
         """``lib.basis.usable_basis`` at this run's ``as_of``: the basis stored in ``table`` when the
         tables ``built`` on it are as its run left them (each must be in ``KEPT_BY_INCREMENTAL_ASSETS``,

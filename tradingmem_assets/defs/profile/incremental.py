@@ -29,7 +29,7 @@ from tradingmem_assets.lib.sql_json import sql_literal
 from tradingmem_assets.lib.warehouse import rows_digest_sql
 
 PROFILE_VISIBLE = {
-    "customers": "SELECT * FROM raw.customers WHERE opened_at IS NULL OR opened_at <= $as_of",
+    "customers": visible_rows(tables.raw_table("customers"), "opened_at", null_visible=True),
     "questionnaire_results": visible_rows(tables.raw_table("questionnaire_results"), "assessed_at"),
     "customer_transactions": visible_rows(tables.raw_table("customer_transactions"), "ts"),
 }
