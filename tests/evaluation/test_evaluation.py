@@ -483,6 +483,36 @@ def test_the_entry_price_sums_the_fills_in_their_order_whatever_the_threads_do(w
     assert stored == [(notional / quantity,)]
 
 
+@pytest.mark.parametrize("prices", [(0.1, 0.2, 0.3), (0.1, 0.2, 0.3, 0.4), (0.3, 0.1), (0.7,)])
+def test_the_entry_price_of_a_few_fills_is_their_sum_in_order(world: World, prices: tuple[float, ...]):
+    # in time order 0.1 + 0.2 + 0.3 is 0.6000000000000001, in the file's order (reversed) 0.6: from
+    # three fills on, only the fills' order gives their price (one or two add up alike in any order)
+    trade_world(world)
+    start = ts("2012-06-01 14:30")
+    fills = [
+        {
+            "fill_id": f"f{i}",
+            "execution_id": "e1",
+            "qty": 1.0,
+            "price": p,
+            "fee": 0.0,
+            "filled_at": start + timedelta(seconds=i),
+        }
+        for i, p in enumerate(prices)
+    ]
+    world.write("trade_fills", list(reversed(fills)))
+    world.materialize(LANDING + EVAL)
+    notional = 0.0
+    for fill in fills:
+        notional += fill["qty"] * fill["price"]
+    if len(prices) == 3:
+        assert notional != sum(reversed(prices))  # the order shows in the price
+    stored = world.rows(
+        "SELECT DISTINCT entry_price FROM evaluation_runs WHERE status <> 'pending' AND decision_id = 'd1'"
+    )
+    assert stored == [(notional / len(prices),)]
+
+
 def test_the_runs_digests_and_ids_are_stored_uncompressed_through_a_full_and_an_incremental_run(world: World):
     trade_world(world)
     world.materialize(LANDING + EVAL, as_of="2012-06-05T00:00:00+00:00")  # the windows are open
