@@ -3,7 +3,7 @@
 import duckdb
 import pytest
 
-from tradingmem_assets.lib.validation import repeated_values
+from tradingmem_assets.lib.whole_query import repeated_values
 
 
 @pytest.fixture

@@ -1,6 +1,7 @@
 """``validate_query`` checks each rule where it costs least (Pandera on the streamed columns a rule
-reads, types on the empty frame, nulls and unique columns in SQL) and finds exactly what Pandera
-finds over one frame of the whole query, however the rows are batched."""
+reads, types on the empty frame, nulls and unique columns from hashes and flags in the same stream,
+then SQL) and finds exactly what Pandera finds over one frame of the whole query, however the rows
+are batched and whether the keys' hashes are held or grouped in SQL."""
 
 from datetime import UTC, datetime
 
@@ -13,7 +14,9 @@ from tradingmem_assets.defs.role_memory.invariants import (
     DECISION_COVERAGE_INVARIANTS,
     ROLE_CASES_INVARIANTS,
 )
+from tradingmem_assets.lib import whole_query
 from tradingmem_assets.lib.validation import row_rule, validate, validate_query
+from tradingmem_assets.lib.whole_query import StreamedChecks, whole_query_failures
 
 T = datetime(2024, 3, 4, 15, 30, tzinfo=UTC)
 
@@ -87,9 +90,12 @@ def _values(v) -> list:  # the failing values of the column checks (a frame-wide
     return sorted(set(cases.select("column", "failure_case").rows()), key=str)
 
 
+@pytest.mark.parametrize("hashes_max", [None, 5], ids=["keys_hashed_in_the_stream", "keys_grouped_in_sql"])
 @pytest.mark.parametrize("batch_rows", [4, 1000])
 @pytest.mark.parametrize("tamper", list(TAMPERS), ids=list(TAMPERS))
-def test_the_query_is_validated_as_one_frame_would_be(tamper, batch_rows):
+def test_the_query_is_validated_as_one_frame_would_be(tamper, batch_rows, hashes_max, monkeypatch):
+    if hashes_max is not None:  # more rows than hashes are held for: SQL looks for repeated keys
+        monkeypatch.setattr(whole_query, "KEY_HASHES_MAX_ROWS", hashes_max)
     con = duckdb.connect()
     _table(con, tamper)
     query = "SELECT * FROM cases"
@@ -228,3 +234,17 @@ def test_a_rule_that_does_not_name_its_columns_sees_every_column_of_the_query():
     )
     validation = validate_query(con, schema, "SELECT * FROM cases", batch_rows=7)[0]
     assert validation.failure_cases.filter(pl.col("check") == "no_pending").height == 10
+
+
+def test_equal_key_hashes_of_different_values_are_not_a_repeated_key():
+    # two different 64-bit values may hash alike: the stream's hashes only say where to look, and
+    # SQL then finds no value repeated (a true repeat is found: the tampers above)
+    con = duckdb.connect()
+    con.execute("CREATE TABLE t AS SELECT 'id_' || range::VARCHAR AS id FROM range(3)")
+    seen = StreamedChecks(["id"], [])
+    seen.add(pl.DataFrame({"__tm_key_0": [7, 7, 9]}, schema={"__tm_key_0": pl.UInt64}))
+    assert seen.found() == (["id"], [])
+    assert all(f.height == 0 for f in whole_query_failures(con, "t", *seen.found()))
+    distinct = StreamedChecks(["id"], ["id"])
+    distinct.add(pl.DataFrame({"__tm_key_0": [1, 2], "__tm_nulls": [False, False]}))
+    assert distinct.found() == ([], [])  # nothing repeated, no null: SQL reads nothing again

@@ -1,8 +1,8 @@
 """Run a Pandera schema lazily and keep its failure cases as data (never a bare traceback).
 
 Large tables are validated as the connection streams them, one batch of rows at a time, so only a
-few batches are in Python at once; what a batch cannot see (a unique column or key) is found in
-SQL over the whole relation.
+few batches are in Python at once; what a batch cannot see (a unique column or key) is found from
+the hashes the same stream carries, or in SQL over the whole relation.
 """
 
 from __future__ import annotations
@@ -22,8 +22,8 @@ from pandera.errors import SchemaError, SchemaErrors
 from tradingmem_assets.lib import tables
 from tradingmem_assets.lib.columns import table_dtypes
 from tradingmem_assets.lib.dtypes import as_utc
-from tradingmem_assets.lib.sql_json import sql_literal
 from tradingmem_assets.lib.warehouse import RunDigests, ensure_table, rows_digest, table_exists
+from tradingmem_assets.lib.whole_query import StreamedChecks, whole_query_failures
 
 # Rows a batch of ``validate_query``: only the columns a rule reads stream.
 QUERY_BATCH_ROWS = 200_000
@@ -87,6 +87,8 @@ def stream_validated(
     batch_rows: int,
     then: Callable[[], list[pl.DataFrame]] = list,
     params: Mapping[str, object] | Sequence[object] | None = None,
+    aside: Sequence[str] = (),
+    beside: Callable[[pl.DataFrame], None] | None = None,
 ) -> tuple[Validation, int]:
     """Validate every row of ``query`` (with its ``params``) with ``schema``, ``batch_rows`` rows
     at a time, and the rows seen: the connection streams the rows once (Arrow batches, no scratch
@@ -100,18 +102,23 @@ def stream_validated(
 
     The batches split the rows anywhere: ``schema`` must hold only rules of one row (a rule over a
     key's rows, or a unique key, is checked over the whole relation: ``validate_query``). A query
-    without rows is validated as one empty frame, so the columns' types are still checked."""
+    without rows is validated as one empty frame, so the columns' types are still checked.
+    The ``aside`` columns of each batch are not validated: ``beside`` gets them, batch by batch,
+    before ``then()`` runs (what the whole relation's checks read from the stream)."""
     failures, rows, waiting = [pl.DataFrame(schema=FAILURE_CASES_DTYPES)], 0, deque()
     with ThreadPoolExecutor(max_workers=1, thread_name_prefix="tm_validation") as pool:
         try:
             for batch in con.sql(query, params=params).to_arrow_reader(batch_rows):
                 frame = as_utc(pl.from_arrow(batch))  # type: ignore[arg-type]
+                if aside:
+                    beside(frame.select(aside))  # type: ignore[misc]
+                    frame = frame.drop(aside)
                 waiting.append(pool.submit(_validate_from, schema, frame, rows))
                 rows += frame.height
                 while len(waiting) > 1:
                     failures.append(waiting.popleft().result())
             if not rows:
-                empty = as_utc(con.sql(f"SELECT * FROM ({query}) LIMIT 0", params=params).pl())
+                empty = as_utc(con.sql(f"SELECT * FROM ({query}) LIMIT 0", params=params).pl()).drop(aside)
                 waiting.append(pool.submit(_validate_from, schema, empty, 0))
             whole = then()
         finally:
@@ -162,9 +169,11 @@ def validate_query(
     (``stream_validated``), but only the columns a rule reads, and the first unique column, whose
     value names the row of a failure case. Every column's type and presence are validated on the
     query's empty frame. The nulls of a column no rule reads, every unique column and the schema's
-    unique key of several columns are found in SQL over the whole query as the rows stream
-    (failure cases spelled as Pandera's, without a row index). Reading wide text into Python cost
-    more than every rule together. A rule that is not a ``row_rule`` gets every column of the
+    unique key of several columns are found over the whole query: the same stream carries each
+    key's hash and whether a row has such a null (``StreamedChecks``), and SQL reads the query
+    again only to spell a repeated key's values or a null's column, when there are some (failure
+    cases spelled as Pandera's, without a row index). Reading wide text into Python cost more than
+    every rule together. A rule that is not a ``row_rule`` gets every column of the
     query; a rule that reads a column its ``row_rule`` does not name fails, as Pandera cannot find
     it. ``also()`` runs on the connection beside the last batch too
     (a rule over a key's rows, which no batch sees whole): its failure cases join the others."""
@@ -182,11 +191,15 @@ def validate_query(
     in_sql = [name for name in schema.columns if name in empty.columns and name not in streamed]
     nulls = [name for name in in_sql if not schema.columns[name].nullable]
 
-    def over_the_whole_query() -> list[pl.DataFrame]:  # a unique column the query lacks failed above
-        keys = [key for key in unique if set([key] if isinstance(key, str) else key) <= set(empty.columns)]
-        return [*whole_query_failures(con, f"({query})", keys, nulls, params, schema.name or ""), *also()]
+    # a unique column the query lacks failed above
+    keys = [key for key in unique if set([key] if isinstance(key, str) else key) <= set(empty.columns)]
+    seen = StreamedChecks(keys, nulls)
 
-    columns = ", ".join(f'"{name}"' for name in streamed) or "NULL AS _no_column_read"
+    def over_the_whole_query() -> list[pl.DataFrame]:
+        repeated, null = seen.found()
+        return [*whole_query_failures(con, f"({query})", repeated, null, params, schema.name or ""), *also()]
+
+    columns = ", ".join([f'"{name}"' for name in streamed] + seen.sql()) or "NULL AS _no_column_read"
     validation, rows = stream_validated(
         con,
         whole.select_columns([name for name in streamed if name in schema.columns]),
@@ -194,83 +207,11 @@ def validate_query(
         batch_rows,
         over_the_whole_query,
         params,
+        aside=seen.columns,
+        beside=seen.add,
     )
     found = pl.concat([types, validation.failure_cases]).unique(maintain_order=True)
     return Validation(validation.schema_name, found), rows
-
-
-def whole_query_failures(
-    con: duckdb.DuckDBPyConnection,
-    relation: str,
-    unique: Sequence[str | tuple[str, ...]],
-    not_null: Sequence[str],
-    params: Mapping[str, object] | Sequence[object] | None = None,
-    schema_name: str = "",
-) -> list[pl.DataFrame]:
-    """The failure cases of the ``unique`` columns and keys of several columns (``repeated_values``,
-    a key's under ``schema_name``) and of the ``not_null`` columns (``null_values``) of
-    ``relation``. One pass counts the nulls of every column, and only the columns found with nulls
-    are read again, for their cases. (Counting each key's distinct hashes in that pass too was
-    slower than grouping by them, key by key: DuckDB's distinct aggregates of one group run on one
-    thread.)"""
-    found = [repeated_values(con, relation, key, schema_name, params) for key in unique]
-    if not not_null:
-        return found
-    counted = ", ".join(f'count(*) FILTER (WHERE "{c}" IS NULL)' for c in not_null)
-    ((*counts,),) = con.execute(f"SELECT {counted} FROM {relation}", params).fetchall()
-    null = [c for c, nulls in zip(not_null, counts, strict=True) if nulls]
-    return [*found, null_values(con, relation, null, params)] if null else found
-
-
-def null_values(
-    con: duckdb.DuckDBPyConnection,
-    relation: str,
-    columns: Sequence[str],
-    params: Mapping[str, object] | Sequence[object] | None = None,
-) -> pl.DataFrame:
-    """Failure cases (``FAILURE_CASES_DTYPES``, Pandera's ``not_nullable``) of the nulls of
-    ``columns`` in ``relation``, one per null value, found in SQL."""
-    named = ", ".join(f'CASE WHEN "{c}" IS NULL THEN {sql_literal(c)} END' for c in columns)
-    any_null = " OR ".join(f'"{c}" IS NULL' for c in columns)
-    return con.sql(
-        f"SELECT unnest(list_filter([{named}], lambda c: c IS NOT NULL)) AS column, 'not_nullable' AS check, "
-        f"NULL::VARCHAR AS failure_case, NULL::BIGINT AS index FROM {relation} "
-        f"WHERE {any_null}",
-        params=params,
-    ).pl()
-
-
-def repeated_values(
-    con: duckdb.DuckDBPyConnection,
-    relation: str,
-    columns: str | Sequence[str],
-    schema_name: str = "",
-    params: Mapping[str, object] | Sequence[object] | None = None,
-) -> pl.DataFrame:
-    """Failure cases (``FAILURE_CASES_DTYPES``, Pandera's check names) of the values of a unique
-    column, or of a unique key of several ``columns``, that more than one row of ``relation`` has,
-    found in SQL over the whole relation. A key's case is its values as one JSON object, under
-    ``schema_name`` (where Pandera reports a check of the whole frame). Pandera sees one frame at a time, and
-    its check of a unique string column was most of its time. Only the values whose 64-bit hash
-    more than one row has are grouped by the value: grouping millions of distinct strings cost
-    more than grouping their hashes, and finding the repeated hashes by sorting them (a hash equal
-    to the one before it) cost less than grouping them (0.35 s against 0.51 s for 5.8 million run
-    ids)."""
-    key = [columns] if isinstance(columns, str) else list(columns)
-    names = ", ".join(key)
-    if len(key) == 1:
-        column, check, case = f"'{key[0]}'", "field_uniqueness", f"{key[0]}::VARCHAR"
-    else:
-        column, check = sql_literal(schema_name), "multiple_fields_uniqueness"
-        case = "to_json({" + ", ".join(f"'{c}': {c}" for c in key) + "})::VARCHAR"
-    return con.sql(
-        f"WITH repeated AS (SELECT DISTINCT h FROM (SELECT hash({names}) AS h FROM {relation}) "
-        "QUALIFY h = lag(h) OVER (ORDER BY h)) "
-        f"SELECT {column}::VARCHAR AS column, '{check}' AS check, {case} AS failure_case, "
-        f"NULL::BIGINT AS index FROM {relation} WHERE hash({names}) IN (SELECT h FROM repeated) "
-        f"GROUP BY {names} HAVING count(*) > 1 ORDER BY {names}",
-        params=params,
-    ).pl()
 
 
 def rule(rules: dict[str, Callable], name: str) -> Callable[[Callable], Callable]:

@@ -9,13 +9,13 @@ import polars as pl
 from tradingmem_assets.lib.validation import (
     Validation,
     named_checks,
-    repeated_values,
     row_rule,
     rule,
     validate,
     validate_query,
 )
 from tradingmem_assets.lib.vocabulary import EVALUATION_STATUSES
+from tradingmem_assets.lib.whole_query import repeated_values
 
 RUN_KEY = ("decision_id", "profile_id", "run_version")
 # rows of one streamed batch: at SF 10 the 5.8 million runs are validated in six batches
