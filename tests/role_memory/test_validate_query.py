@@ -243,8 +243,9 @@ def test_equal_key_hashes_of_different_values_are_not_a_repeated_key():
     con.execute("CREATE TABLE t AS SELECT 'id_' || range::VARCHAR AS id FROM range(3)")
     seen = StreamedChecks(["id"], [])
     seen.add(pl.DataFrame({"__tm_key_0": [7, 7, 9]}, schema={"__tm_key_0": pl.UInt64}))
-    assert seen.found() == (["id"], [])
-    assert all(f.height == 0 for f in whole_query_failures(con, "t", *seen.found()))
+    found = seen.found()
+    assert found == (["id"], [])
+    assert all(f.height == 0 for f in whole_query_failures(con, "t", *found))
     distinct = StreamedChecks(["id"], ["id"])
     distinct.add(pl.DataFrame({"__tm_key_0": [1, 2], "__tm_nulls": [False, False]}))
     assert distinct.found() == ([], [])  # nothing repeated, no null: SQL reads nothing again

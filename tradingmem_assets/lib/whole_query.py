@@ -54,20 +54,22 @@ class StreamedChecks:
     def found(self) -> tuple[list[str | tuple[str, ...]], list[str]]:
         """The keys some of whose hashes repeat (SQL then finds which values, if any: hashes of
         different values may be equal), every key when there were too many rows to hold their
-        hashes; and the columns to look for nulls in (every one of them when a row had one)."""
-        if self.hashes is None:
-            repeated = self.keys
-        else:
-            repeated = [
-                key
-                for key, name in zip(self.keys, self.hash_columns, strict=True)
-                if self.hashes[name] and _repeats(pl.concat(self.hashes[name]))
-            ]
+        hashes; and the columns to look for nulls in (every one of them when a row had one). Once:
+        the hashes are let go as they are checked."""
+        repeated = (
+            self.keys
+            if self.hashes is None
+            else [key for key, name in zip(self.keys, self.hash_columns, strict=True) if self._repeats(name)]
+        )
         return repeated, self.not_null if self.nulls else []
 
-
-def _repeats(values: pl.Series) -> bool:
-    return values.n_unique() < values.len()
+    def _repeats(self, name: str) -> bool:
+        """Whether a hash of the key repeats (its hashes are let go: the next key's are checked alone)."""
+        batches = self.hashes.pop(name)  # type: ignore[union-attr]
+        if not batches:
+            return False
+        values = pl.concat(batches, rechunk=False)
+        return values.n_unique() < values.len()
 
 
 def _quoted(name: str) -> str:
