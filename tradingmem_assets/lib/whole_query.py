@@ -8,6 +8,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 
 import duckdb
+import numpy as np
 import polars as pl
 
 from tradingmem_assets.lib.sql_json import sql_literal
@@ -29,7 +30,7 @@ class StreamedChecks:
         self.keys, self.not_null = list(keys), list(not_null)
         self.hash_columns = [f"__tm_key_{i}" for i in range(len(self.keys))]
         self.columns = self.hash_columns + (["__tm_nulls"] if self.not_null else [])
-        self.hashes: dict[str, list[pl.Series]] | None = {name: [] for name in self.hash_columns}
+        self.hashes: dict[str, list[np.ndarray]] | None = {name: [] for name in self.hash_columns}
         self.rows, self.nulls = 0, False
 
     def sql(self) -> list[str]:
@@ -48,8 +49,8 @@ class StreamedChecks:
         if self.rows > KEY_HASHES_MAX_ROWS:
             self.hashes = None  # too many to hold: SQL looks for repeated keys
         elif self.hashes is not None:
-            for name in self.hash_columns:
-                self.hashes[name].append(batch.get_column(name))
+            for name in self.hash_columns:  # a copy: a column of the batch would keep all of it
+                self.hashes[name].append(batch.get_column(name).to_numpy().copy())
 
     def found(self) -> tuple[list[str | tuple[str, ...]], list[str]]:
         """The keys some of whose hashes repeat (SQL then finds which values, if any: hashes of
@@ -68,8 +69,10 @@ class StreamedChecks:
         batches = self.hashes.pop(name)  # type: ignore[union-attr]
         if not batches:
             return False
-        values = pl.concat(batches, rechunk=False)
-        return values.n_unique() < values.len()
+        values = np.concatenate(batches)
+        del batches
+        values.sort()
+        return bool((values[1:] == values[:-1]).any())
 
 
 def _quoted(name: str) -> str:
