@@ -34,16 +34,21 @@ def test_a_digest_is_remembered_only_when_told(tmp_path):
         assert digests.of(con, "main.t") == rows_digest(con, "main.t")
 
 
+def _decisions(con: duckdb.DuckDBPyConnection, first_day: str) -> None:
+    """raw.trading_decisions of three decisions, one a day from ``first_day``."""
+    con.execute("SET TimeZone = 'UTC'")
+    con.execute("CREATE SCHEMA raw")
+    con.execute(
+        "CREATE TABLE raw.trading_decisions AS SELECT range AS id, "
+        f"TIMESTAMPTZ '{first_day} 00:00:00+00' + to_days(range::INTEGER) AS decided_at FROM range(3)"
+    )
+
+
 def test_a_basis_digest_is_shared_by_the_steps_of_a_run_until_its_landing_forgets_it(tmp_path):
     visible = {"trading_decisions": visible_rows("raw.trading_decisions", "decided_at")}
     when = at(DAYS[0])
     with duckdb.connect(str(tmp_path / "w.duckdb")) as con:
-        con.execute("SET TimeZone = 'UTC'")
-        con.execute("CREATE SCHEMA raw")
-        con.execute(
-            "CREATE TABLE raw.trading_decisions AS SELECT range AS id, "
-            "TIMESTAMPTZ '2024-03-19 00:00:00+00' + to_days(range::INTEGER) AS decided_at FROM range(3)"
-        )
+        _decisions(con, "2024-03-19")
         known = RunDigests()
         first = basis_digests(con, visible, when, known)
         assert first == basis_digests(con, visible, when)  # the same as hashed without a memory
@@ -63,12 +68,7 @@ def test_a_basis_digest_of_every_row_is_the_whole_tables_digest_the_run_knows(tm
     }
     when = at(DAYS[0])
     with duckdb.connect(str(tmp_path / "w.duckdb")) as con:
-        con.execute("SET TimeZone = 'UTC'")
-        con.execute("CREATE SCHEMA raw")
-        con.execute(
-            "CREATE TABLE raw.trading_decisions AS SELECT range AS id, "
-            "TIMESTAMPTZ '2024-03-10 00:00:00+00' + to_days(range::INTEGER) AS decided_at FROM range(3)"
-        )
+        _decisions(con, "2024-03-10")
         hashed = basis_digests(con, visible, when)  # nothing known: the visible rows are hashed
         assert hashed["trading_decisions"] == rows_digest(con, "raw.trading_decisions")  # all visible
         # told the whole table's digest (by its landing), the run takes it without hashing: a
