@@ -88,8 +88,10 @@ def digests(
         sql = rows.sql if isinstance(rows, Visible) else rows
         key = (tables.raw_table(name), f"{as_of.isoformat()} {sql}")
         digest = known.get(key)
-        if digest is None and isinstance(rows, Visible) and known.get(rows.table) is not None:
-            digest = known.get(rows.table) if rows.all_rows(con, as_of) else None
+        if digest is None and isinstance(rows, Visible):
+            whole = known.get(rows.table)  # told by the table's landing, or the run's start
+            if whole is not None and rows.all_rows(con, as_of):
+                digest = whole
         if digest is None:
             digest = rows_digest(con, f"({sql})", {"as_of": as_of} if "$as_of" in sql else None)
         known.note(key, digest)
