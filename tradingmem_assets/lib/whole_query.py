@@ -26,26 +26,47 @@ class StreamedChecks:
     have none and that no rule reads. A query read once, not once for each such check: the role
     cases' chain and coverage are joins, computed again by every pass over them."""
 
-    def __init__(self, keys: Sequence[str | tuple[str, ...]], not_null: Sequence[str]) -> None:
-        self.keys, self.not_null = list(keys), list(not_null)
+    def __init__(
+        self, keys: Sequence[str | tuple[str, ...]], not_null: Sequence[str], screen: str | None = None
+    ) -> None:
+        self.keys, self.not_null, self.screen = list(keys), list(not_null), screen
         self.hash_columns = [f"__tm_key_{i}" for i in range(len(self.keys))]
-        self.columns = self.hash_columns + (["__tm_nulls"] if self.not_null else [])
+        self.columns = [
+            *self.hash_columns,
+            *(["__tm_nulls"] if self.not_null else []),
+            *(["__tm_suspect"] if screen else []),
+        ]
         self.hashes: dict[str, list[np.ndarray]] | None = {name: [] for name in self.hash_columns}
-        self.rows, self.nulls = 0, False
+        self.rows, self.nulls, self.suspect = 0, False, False
 
     def sql(self) -> list[str]:
-        """The streamed columns of these checks (none when the query has no key and no such column)."""
+        """The streamed columns of these checks (none when the query has no key and no such column):
+        with a ``screen`` (``lib.screen``), whether a row might break a rule Pandera would see."""
         hashed = [
             f"hash({', '.join(map(_quoted, [key] if isinstance(key, str) else key))}) AS {_quoted(name)}"
             for key, name in zip(self.keys, self.hash_columns, strict=True)
         ]
-        if not self.not_null:
-            return hashed
-        return [*hashed, f"({' OR '.join(f'{_quoted(c)} IS NULL' for c in self.not_null)}) AS __tm_nulls"]
+        if self.not_null:
+            hashed.append(f"({' OR '.join(f'{_quoted(c)} IS NULL' for c in self.not_null)}) AS __tm_nulls")
+        return [*hashed, f"({self.screen}) AS __tm_suspect"] if self.screen else hashed
+
+    def read(
+        self,
+        con: duckdb.DuckDBPyConnection,
+        query: str,
+        params: Mapping[str, object] | Sequence[object] | None,
+        batch_rows: int,
+    ) -> None:
+        """Stream only these checks' columns of every row of ``query`` (no rule's column)."""
+        for batch in con.sql(f"SELECT {', '.join(self.sql())} FROM ({query})", params=params).to_arrow_reader(
+            batch_rows
+        ):
+            self.add(pl.from_arrow(batch))  # type: ignore[arg-type]
 
     def add(self, batch: pl.DataFrame) -> None:
         self.rows += batch.height
         self.nulls = self.nulls or bool(self.not_null and batch.get_column("__tm_nulls").any())
+        self.suspect = self.suspect or bool(self.screen and batch.get_column("__tm_suspect").any())
         if self.rows > KEY_HASHES_MAX_ROWS:
             self.hashes = None  # too many to hold: SQL looks for repeated keys
         elif self.hashes is not None:

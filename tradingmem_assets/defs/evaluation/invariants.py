@@ -35,14 +35,23 @@ def _one_primary_per_decision(data: pa.PolarsData) -> pl.LazyFrame:
 _pending = pl.col("status") == "pending"
 # computed as that difference in SQL: the same doubles, exactly (null when a side is missing)
 _difference = pl.col("raw_return") - pl.col("benchmark_return")
-# the runs' rules over one row, by the check name a failure reports
+# the runs' rules over one row, by the check name a failure reports (each with its SQL twin)
 EVALUATION_RUNS_RULES = {
-    "primary_run_has_promoted_at": row_rule(~pl.col("is_primary") | pl.col("promoted_at").is_not_null()),
-    "version_0_is_the_open_window": row_rule((pl.col("run_version") == 0) == _pending),
-    "known_at_once_settled": row_rule(pl.col("known_at").is_null() == _pending),
+    "primary_run_has_promoted_at": row_rule(
+        ~pl.col("is_primary") | pl.col("promoted_at").is_not_null(),
+        sql="NOT is_primary OR promoted_at IS NOT NULL",
+    ),
+    "version_0_is_the_open_window": row_rule(
+        (pl.col("run_version") == 0) == _pending, sql="(run_version = 0) = (status = 'pending')"
+    ),
+    "known_at_once_settled": row_rule(
+        pl.col("known_at").is_null() == _pending, sql="(known_at IS NULL) = (status = 'pending')"
+    ),
     "excess_return_is_raw_minus_benchmark": row_rule(
         pl.col("excess_return").eq_missing(_difference)
-        | (pl.col("excess_return") - _difference).abs().le(1e-12)
+        | (pl.col("excess_return") - _difference).abs().le(1e-12),
+        sql="excess_return IS NOT DISTINCT FROM raw_return - benchmark_return "
+        "OR abs(excess_return - (raw_return - benchmark_return)) <= 1e-12",
     ),
 }
 

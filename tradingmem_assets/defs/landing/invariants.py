@@ -19,6 +19,7 @@ import polars as pl
 from tradingmem_assets.lib import tables
 from tradingmem_assets.lib import vocabulary as v
 from tradingmem_assets.lib.columns import table_dtypes
+from tradingmem_assets.lib.screen import check_sql
 from tradingmem_assets.lib.sql_json import sql_identifier, sql_literal
 
 Kind = Literal["str", "int", "float", "bool", "ts", "date", "json_list", "json_object"]
@@ -149,32 +150,6 @@ def landing_schema(table: str) -> pa.DataFrameSchema:
 RAW_REJECTS_DTYPES = table_dtypes(tables.RAW_REJECTS)
 
 
-def _sql_literal(value: object) -> str:
-    if isinstance(value, str):
-        return sql_literal(value)
-    if isinstance(value, bool) or not isinstance(value, int | float):
-        raise ValueError(f"no SQL literal for landing rule value {value!r}")
-    return repr(value)
-
-
-def _length_sql(q: str, stats: dict) -> str:
-    bounds = [f"length({q}) >= {int(stats['min_value'])}"] if stats.get("min_value") is not None else []
-    if stats.get("max_value") is not None:
-        bounds.append(f"length({q}) <= {int(stats['max_value'])}")
-    return " AND ".join(bounds) or "true"
-
-
-# The SQL form of each Pandera check a landing column may carry: a predicate on a non-null value.
-SQL_CHECKS = {
-    "isin": lambda q, s: f"{q} IN ({', '.join(_sql_literal(v) for v in s['allowed_values'])})",
-    "greater_than": lambda q, s: f"{q} > {_sql_literal(s['min_value'])}",
-    "greater_than_or_equal_to": lambda q, s: f"{q} >= {_sql_literal(s['min_value'])}",
-    "less_than": lambda q, s: f"{q} < {_sql_literal(s['max_value'])}",
-    "less_than_or_equal_to": lambda q, s: f"{q} <= {_sql_literal(s['max_value'])}",
-    "str_length": lambda q, s: _length_sql(q, s),
-}
-
-
 def value_reasons_sql(spec: LandingTable, cast_failed: dict[str, str]) -> list[str]:
     """One SQL expression per value rule of ``landing_schema(spec.name)``: the rule's reject reason
     (``<column>: <Pandera's text of the check>``) when a row breaks it, else NULL.
@@ -196,9 +171,9 @@ def value_reasons_sql(spec: LandingTable, cast_failed: dict[str, str]) -> list[s
             guard = f"NOT {cast_failed[name]} AND " if name in cast_failed else ""
             out.append(f"CASE WHEN {guard}({null}) THEN {sql_literal(f'{name}: not_nullable')} END")
         for check in column.checks:
-            if check.name not in SQL_CHECKS:
+            predicate = check_sql(check, q)
+            if predicate is None:
                 raise ValueError(f"raw.{spec.name}.{name}: the Pandera check {check.name} has no SQL form")
-            predicate = SQL_CHECKS[check.name](q, check.statistics)
             reason = sql_literal(f"{name}: {check.error}")
             out.append(f"CASE WHEN {q} IS NOT NULL AND NOT ({predicate}) THEN {reason} END")
     return out

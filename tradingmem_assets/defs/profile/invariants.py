@@ -23,6 +23,8 @@ from tradingmem_assets.defs.memory.facts import CRITICAL_FACT_KEYS
 from tradingmem_assets.defs.memory.promotion import PROMOTION_MIN_CONFIDENCE, PROMOTION_MIN_EVIDENCE
 from tradingmem_assets.defs.memory.sessions import SESSION_IDLE, SESSION_MAX_AGE, SESSION_TOKEN_BUDGET
 from tradingmem_assets.defs.profile.fields import PROFILE_FIELDS
+from tradingmem_assets.lib.sql_json import sql_literal
+from tradingmem_assets.lib.validation import row_rule
 from tradingmem_assets.lib.vocabulary import INVESTOR_TYPES
 
 INVESTOR_TYPE_CHECK = "investor_type_from_latest_questionnaire"
@@ -65,6 +67,20 @@ def _every_field_has_basis() -> pl.Expr:
     return ok
 
 
+def _basis_entry_ok_sql(field: str) -> str:
+    """``_basis_entry_ok`` in SQL (``lib.screen``)."""
+    entry = f"struct_extract(basis, {sql_literal(field)})"
+    says_why = (
+        f"struct_extract({entry}, 'reason') IS NOT NULL AND length(struct_extract({entry}, 'reason')) > 0"
+    )
+    needs_why = "true" if field == "risk_tags" else f"{field} IS NULL"
+    return (
+        f"{entry} IS NOT NULL AND length(struct_extract({entry}, 'source')) > 0 "
+        f"AND length(struct_extract({entry}, 'rule')) > 0 AND struct_extract({entry}, 'row_ids') IS NOT NULL "
+        f"AND (NOT ({needs_why}) OR ({says_why}))"
+    )
+
+
 def latest_investor_types_sql() -> str:
     """Independent SQL for the red-line check: the latest questionnaire value per customer at $1."""
     return (
@@ -87,10 +103,16 @@ FIN_CUSTOMER_PROFILE_INVARIANTS = pa.DataFrameSchema(
     name="fin_customer_profile",
     checks=[
         pa.Check(
-            _rowwise(pl.col("investor_type").eq_missing(pl.col("expected_investor_type"))),
+            row_rule(
+                pl.col("investor_type").eq_missing(pl.col("expected_investor_type")),
+                sql="investor_type IS NOT DISTINCT FROM expected_investor_type",
+            ),
             name=INVESTOR_TYPE_CHECK,
         ),
-        pa.Check(_rowwise(_every_field_has_basis()), name=BASIS_CHECK),
+        pa.Check(
+            row_rule(_every_field_has_basis(), sql=" AND ".join(map(_basis_entry_ok_sql, PROFILE_FIELDS))),
+            name=BASIS_CHECK,
+        ),
     ],
 )
 

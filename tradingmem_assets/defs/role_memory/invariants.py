@@ -18,6 +18,7 @@ import polars as pl
 from tradingmem_assets.defs.role_memory.reasons import PENDING_REASONS, QUARANTINE_REASONS
 from tradingmem_assets.defs.role_memory.reflection import LESSON_MAX_CHARS
 from tradingmem_assets.lib.dtypes import UTC_TS
+from tradingmem_assets.lib.screen import sql_values
 from tradingmem_assets.lib.validation import named_checks, row_rule
 from tradingmem_assets.lib.vocabulary import (
     CASE_REASONS,
@@ -39,13 +40,24 @@ _eligible = pl.col("scoring_eligible")
 
 _has_quarantine = pl.col("reasons").list.eval(pl.element().is_in(list(QUARANTINE_REASONS))).list.any()
 _has_permanent = pl.col("reasons").list.eval(~pl.element().is_in(list(PENDING_REASONS))).list.any()
-# a role case's rules over whole rows, by the check name a failure reports
+
+
+def _any_reason(predicate: str) -> str:
+    """SQL: some reason of the case satisfies ``predicate`` (of the reason ``r``)."""
+    return f"len(list_filter(reasons, lambda r: {predicate})) > 0"
+
+
+# a role case's rules over whole rows, by the check name a failure reports (each with its SQL
+# twin; a null reason makes the twins of the rules over reasons false, so Pandera judges it)
 ROLE_CASES_RULES = {
     "eligible_iff_reasons_empty_iff_status_eligible": row_rule(
-        (_eligible == (_n_reasons == 0)) & (_eligible == (pl.col("status") == "eligible"))
+        (_eligible == (_n_reasons == 0)) & (_eligible == (pl.col("status") == "eligible")),
+        sql="scoring_eligible = (len(reasons) = 0) AND scoring_eligible = (status = 'eligible')",
     ),
     "quarantined_implies_not_eligible": row_rule(
-        (~pl.col("quarantined") | ~_eligible) & (pl.col("quarantined") == (pl.col("status") == "quarantined"))
+        (~pl.col("quarantined") | ~_eligible)
+        & (pl.col("quarantined") == (pl.col("status") == "quarantined")),
+        sql="(NOT quarantined OR NOT scoring_eligible) AND quarantined = (status = 'quarantined')",
     ),
     "status_follows_from_reasons": row_rule(
         pl.when(_has_quarantine)
@@ -54,10 +66,15 @@ ROLE_CASES_RULES = {
         .then(pl.col("status") == "ineligible")
         .when(_n_reasons > 0)
         .then(pl.col("status") == "pending")
-        .otherwise(pl.col("status") == "eligible")
+        .otherwise(pl.col("status") == "eligible"),
+        sql=f"NOT ({_any_reason('r IS NULL')}) AND CASE "
+        f"WHEN {_any_reason(f'r IN ({sql_values(QUARANTINE_REASONS)})')} THEN status = 'quarantined' "
+        f"WHEN {_any_reason(f'r NOT IN ({sql_values(PENDING_REASONS)})')} THEN status = 'ineligible' "
+        "WHEN len(reasons) > 0 THEN status = 'pending' ELSE status = 'eligible' END",
     ),
     "reasons_are_known_codes": row_rule(
-        pl.col("reasons").list.eval(pl.element().is_in(KNOWN_REASONS)).list.all() | (_n_reasons == 0)
+        pl.col("reasons").list.eval(pl.element().is_in(KNOWN_REASONS)).list.all() | (_n_reasons == 0),
+        sql=f"NOT ({_any_reason(f'r IS NULL OR r NOT IN ({sql_values(KNOWN_REASONS)})')})",
     ),
     "eligible_implies_manual_source_without_automation": row_rule(
         ~_eligible
@@ -65,7 +82,10 @@ ROLE_CASES_RULES = {
             pl.col("chain_source").is_in(list(MANUAL_SOURCES))
             & (pl.col("chain_automation_flag") == False)  # noqa: E712 - polars expression
             & ((pl.col("chain_source") != "manual_external") | (pl.col("chain_source_verified") == True))  # noqa: E712
-        )
+        ),
+        sql=f"NOT scoring_eligible OR (chain_source IN ({sql_values(MANUAL_SOURCES)}) "
+        "AND chain_automation_flag = false "
+        "AND (chain_source <> 'manual_external' OR chain_source_verified = true))",
     ),
     "eligible_implies_execution_run_and_outcome": row_rule(
         ~_eligible
@@ -73,7 +93,9 @@ ROLE_CASES_RULES = {
             pl.col("execution_id").is_not_null()
             & pl.col("primary_run_id").is_not_null()
             & pl.col("outcome").is_not_null()
-        )
+        ),
+        sql="NOT scoring_eligible "
+        "OR (execution_id IS NOT NULL AND primary_run_id IS NOT NULL AND outcome IS NOT NULL)",
     ),
 }
 ROLE_CASES_INVARIANTS = pa.DataFrameSchema(
@@ -116,6 +138,7 @@ DECISION_COVERAGE_INVARIANTS = pa.DataFrameSchema(
 )
 
 _trainable = pl.col("classification").is_in(list(TRAINABLE_CLASSES))
+_trainable_sql = f"classification IN ({sql_values(TRAINABLE_CLASSES)})"
 ROLE_REFLECTIONS_INVARIANTS = pa.DataFrameSchema(
     {
         "reflection_id": pa.Column(pl.String, unique=True),
@@ -133,10 +156,13 @@ ROLE_REFLECTIONS_INVARIANTS = pa.DataFrameSchema(
     name="role_reflections",
     checks=[
         pa.Check(
-            row_rule(pl.col("trainable") == _trainable), name="trainable_iff_missing_data_or_logic_error"
+            row_rule(pl.col("trainable") == _trainable, sql=f"trainable = ({_trainable_sql})"),
+            name="trainable_iff_missing_data_or_logic_error",
         ),
         pa.Check(
-            row_rule(pl.col("lesson").is_not_null() == _trainable),
+            row_rule(
+                pl.col("lesson").is_not_null() == _trainable, sql=f"(lesson IS NOT NULL) = ({_trainable_sql})"
+            ),
             name="lesson_only_and_always_for_trainable",
         ),
     ],
