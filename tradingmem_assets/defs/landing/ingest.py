@@ -188,7 +188,7 @@ def _source(con: duckdb.DuckDBPyConnection, path: Path, spec: LandingTable) -> I
 def _typing_sql(spec: LandingTable, present: set[str], ragged: bool, after: int) -> str:
     """Every row of the file after row ``after``, typed, with the list of reasons it is refused
     for (empty if none)."""
-    typed, failed = [ROW], []
+    typed, failed, tested = [ROW], [], ["*"]
     for col in spec.columns:
         q = sql_identifier(col.name)
         if col.name not in present:
@@ -197,9 +197,12 @@ def _typing_sql(spec: LandingTable, present: set[str], ragged: bool, after: int)
         text = f"CAST({q} AS VARCHAR)"
         if col.kind in ("json_list", "json_object"):
             want = "ARRAY" if col.kind == "json_list" else "OBJECT"
-            # a JSON null is a SQL null; anything else must be valid JSON of the declared shape
-            is_null = f"({q} IS NULL OR trim({text}) = 'null')"
-            ok = f"(CASE WHEN json_valid({text}) THEN json_type(TRY_CAST({text} AS JSON)) END = '{want}')"
+            # a JSON null is a SQL null; anything else must be valid JSON of the declared shape.
+            # Tested once a row, beneath the typing (both the value and its flag read the test).
+            is_null, ok = sql_identifier(f"__null_{col.name}"), sql_identifier(f"__json_{col.name}")
+            tested.append(f"({q} IS NULL OR trim({text}) = 'null') AS {is_null}")
+            shape = f"CASE WHEN json_valid({text}) THEN json_type(TRY_CAST({text} AS JSON)) END"
+            tested.append(f"({shape} = '{want}') AS {ok}")
             typed.append(f"CASE WHEN {is_null} THEN NULL WHEN {ok} THEN {text} END AS {q}")
             failed.append((col.name, f"NOT {is_null} AND NOT coalesce({ok}, false)", "bad_json"))
         elif col.kind == "str":
@@ -223,7 +226,7 @@ def _typing_sql(spec: LandingTable, present: set[str], ragged: bool, after: int)
     inner = ", ".join(typed + flags + carried)
     return (
         f"SELECT {', '.join([ROW, *map(sql_identifier, spec.column_names)])}, {listed} AS __reasons "
-        f"FROM (SELECT {inner} FROM {SOURCE} WHERE {ROW} > {int(after)})"
+        f"FROM (SELECT {inner} FROM (SELECT {', '.join(tested)} FROM {SOURCE} WHERE {ROW} > {int(after)}))"
     )
 
 
