@@ -7,7 +7,6 @@ float that is not finite, or a null among a case's reasons."""
 import math
 import random
 import re
-from copy import copy
 from datetime import UTC, datetime
 
 import duckdb
@@ -25,7 +24,7 @@ from tradingmem_assets.defs.role_memory.invariants import (
 )
 from tradingmem_assets.lib import validation
 from tradingmem_assets.lib.screen import screen_sql
-from tradingmem_assets.lib.validation import row_rule, validate, validate_query
+from tradingmem_assets.lib.validation import row_rule, validate, validate_query, without_unique
 
 SCREENED = {
     s.name: s
@@ -103,7 +102,7 @@ VALID = {
             "benchmark_return": 0.5,
             "excess_return": None if raw is None else raw - 0.5,
             "inputs_hash": "0" * 64,
-        }  # fmt: skip
+        }
         for v, status, raw in [(0, "pending", None), (1, "complete", 1.5), (2, "insufficient_data", 2.0)]
     ],
     "role_cases": [
@@ -160,7 +159,7 @@ VALID = {
             "chain_automation_flag": True,
             "chain_source_verified": False,
         },
-    ],  # fmt: skip
+    ],
     "role_cases_decision_coverage": [{"decision_id": "d1", "names_a_role": True, "n_cases": 1}],
     "role_reflections_batch": [
         _REFLECTION | {"classification": "logic_error", "trainable": True, "lesson": "size down on gaps"},
@@ -186,15 +185,6 @@ def _frame(schema: pa.DataFrameSchema, seed: int) -> pl.DataFrame:
             row[name] = _value(rng, valid.schema[name], strings, row[name])
         rows.append(row)
     return pl.DataFrame(rows, schema=valid.schema)
-
-
-def _by_row(schema: pa.DataFrameSchema) -> pa.DataFrameSchema:
-    """The schema without its unique columns and key, as ``validate_query`` screens it."""
-    by_row = copy(
-        schema.update_columns({n: {"unique": False} for n, c in schema.columns.items() if c.unique})
-    )
-    by_row.unique = None
-    return by_row
 
 
 def _on_purpose(frame: pl.DataFrame) -> pl.Series:
@@ -231,7 +221,7 @@ def _pandera_fails(schema: pa.DataFrameSchema, frame: pl.DataFrame) -> pl.Series
 @pytest.mark.parametrize("seed", [1, 2])
 @pytest.mark.parametrize("name", list(SCREENED))
 def test_a_row_the_screen_passes_pandera_passes(name, seed):
-    schema = _by_row(SCREENED[name])
+    schema = without_unique(SCREENED[name])
     frame = _frame(schema, seed)
     con = duckdb.connect()
     con.execute("SET TimeZone = 'UTC'")

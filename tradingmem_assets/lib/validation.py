@@ -160,6 +160,16 @@ def _read_by_rules(schema: pa.DataFrameSchema) -> set[str] | None:
     return read
 
 
+def without_unique(schema: pa.DataFrameSchema) -> pa.DataFrameSchema:
+    """``schema`` without its unique columns and its unique key of several columns: its rules of
+    one row (``validate_query`` finds the unique ones over the whole query)."""
+    whole = schema.update_columns({name: {"unique": False} for name, c in schema.columns.items() if c.unique})
+    if schema.unique:
+        whole = copy(whole)
+        whole.unique = None
+    return whole
+
+
 def validate_query(
     con: duckdb.DuckDBPyConnection,
     schema: pa.DataFrameSchema,
@@ -189,11 +199,9 @@ def validate_query(
     validation took 1.2-1.4 s, 0.6 s screened."""
     empty = as_utc(con.sql(f"SELECT * FROM ({query}) LIMIT 0", params=params).pl())
     unique: list[str | tuple[str, ...]] = [name for name, column in schema.columns.items() if column.unique]
-    whole = schema.update_columns({name: {"unique": False} for name in unique})
     if schema.unique:  # a key of several columns, found in SQL too
         unique.append(tuple(schema.unique))
-        whole = copy(whole)
-        whole.unique = None
+    whole = without_unique(schema)
     types = validate(whole, empty).failure_cases
     label = [name for name in unique if isinstance(name, str)][:1]
     read = _read_by_rules(schema)

@@ -35,13 +35,6 @@ FACTS_CHECK = "user_facts_meet_promotion_rule"
 SESSIONS_CHECK = "session_contexts_within_window_and_budget"
 
 
-def _rowwise(expr: pl.Expr):
-    def check(data: pa.PolarsData) -> pl.LazyFrame:
-        return data.lazyframe.select(expr.fill_null(False).alias("ok"))
-
-    return check
-
-
 # --- fin_customer_profile ------------------------------------------------------------------------
 
 
@@ -124,22 +117,22 @@ def _snapshot_checks() -> list[pa.Check]:
     per_customer = "customer_id"
     current = pl.col("is_current").cast(pl.Int64)
     return [
-        pa.Check(_rowwise(current.sum().over(per_customer) == 1), name=ONE_CURRENT_CHECK),
+        pa.Check(row_rule(current.sum().over(per_customer) == 1), name=ONE_CURRENT_CHECK),
         pa.Check(
-            _rowwise(
+            row_rule(
                 (pl.col("version").min().over(per_customer) == 1)
                 & (pl.col("version").max().over(per_customer) == pl.len().over(per_customer))
             ),
             name="versions_1_to_n_without_gaps",
         ),
         pa.Check(
-            _rowwise(
+            row_rule(
                 ~pl.col("is_current") | (pl.col("version") == pl.col("version").max().over(per_customer))
             ),
             name="current_snapshot_is_the_newest",
         ),
         pa.Check(
-            _rowwise(
+            row_rule(
                 ~pl.col("is_current")
                 | pl.col("profile_hash").is_null()
                 | (pl.col("snapshot_hash") == pl.col("profile_hash"))
@@ -176,7 +169,7 @@ CUSTOMER_KB_INVARIANTS = pa.DataFrameSchema(
     name="customer_kb",
     checks=[
         pa.Check(
-            _rowwise((pl.col("visibility") == "public") & (pl.col("source_visibility") == "public")),
+            row_rule((pl.col("visibility") == "public") & (pl.col("source_visibility") == "public")),
             name=KB_CHECK,
         )
     ],
@@ -208,9 +201,9 @@ def user_facts_schema(as_of: datetime, stale_days: int) -> pa.DataFrameSchema:
         },
         name="user_facts",
         checks=[
-            pa.Check(_rowwise(rule), name=FACTS_CHECK),
+            pa.Check(row_rule(rule), name=FACTS_CHECK),
             pa.Check(
-                _rowwise(pl.col("is_critical") == pl.col("fact_key").is_in(list(CRITICAL_FACT_KEYS))),
+                row_rule(pl.col("is_critical") == pl.col("fact_key").is_in(list(CRITICAL_FACT_KEYS))),
                 name="is_critical_marks_the_critical_keys",
             ),
         ],
@@ -234,5 +227,5 @@ def session_contexts_schema(as_of: datetime) -> pa.DataFrameSchema:
             "message_count": pa.Column(pl.Int64, pa.Check.ge(1)),
         },
         name="session_contexts",
-        checks=[pa.Check(_rowwise(active), name=SESSIONS_CHECK)],
+        checks=[pa.Check(row_rule(active), name=SESSIONS_CHECK)],
     )
