@@ -33,6 +33,7 @@ from tradingmem_assets.lib.dagster_kit import (
     table_spec,
 )
 from tradingmem_assets.lib.tables import raw_key
+from tradingmem_assets.lib.ordered_tables import write_in_order
 from tradingmem_assets.lib.validation import validate
 from tradingmem_assets.lib.warehouse import (
     ensure_table,
@@ -227,8 +228,7 @@ def methodology_ladder(context: dg.AssetExecutionContext, warehouse: WarehouseRe
             "methodology_case_hints": state.hints,
         }
         with transaction(con):
-            for name, frame in tables.items():
-                replace_table(con, f"main.{name}", frame)
+            written = {name: write_in_order(con, f"main.{name}", frame) for name, frame in tables.items()}
 
     events = state.events.group_by("event").len().sort("event").rows()
     graduated = int((state.methodologies.get_column("quarantine") == 0).sum())
@@ -273,7 +273,12 @@ def methodology_ladder(context: dg.AssetExecutionContext, warehouse: WarehouseRe
     for name, frame in tables.items():
         yield dg.MaterializeResult(
             asset_key=name,
-            metadata={**table_metadata(f"main.{name}", frame), "as_of": as_of.isoformat(), **extra[name]},
+            metadata={
+                **table_metadata(f"main.{name}", frame),
+                "as_of": as_of.isoformat(),
+                "written": written[name],
+                **extra[name],
+            },
             check_results=checks.get(name, []),
         )
 

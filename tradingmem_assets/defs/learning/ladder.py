@@ -128,7 +128,7 @@ def reflect_runs(
     return (
         out.select(INSTITUTION_REFLECTIONS_DTYPES.names())
         .cast(INSTITUTION_REFLECTIONS_DTYPES)
-        .sort("run_id", "window")
+        .sort("recorded_at", "run_id", "window")  # in time order: a later day's come after
     )  # type: ignore[arg-type]
 
 
