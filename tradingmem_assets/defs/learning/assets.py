@@ -32,8 +32,8 @@ from tradingmem_assets.lib.dagster_kit import (
     table_metadata,
     table_spec,
 )
-from tradingmem_assets.lib.tables import raw_key
 from tradingmem_assets.lib.ordered_tables import write_in_order
+from tradingmem_assets.lib.tables import raw_key
 from tradingmem_assets.lib.validation import validate
 from tradingmem_assets.lib.warehouse import (
     ensure_table,
