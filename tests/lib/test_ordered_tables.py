@@ -73,7 +73,8 @@ def test_grown_rows_are_appended_after_the_unchanged_ones(con):
     assert how == "appended 15 rows after the 10 stored ones, which are unchanged"
     assert _stored(con).equals(_frame(25))
     assert _row_ids(con) == [*range(9), *range(10, 26)]  # the first nine rows were never rewritten
-    assert _write(con, _frame(25)) == "appended 0 rows after the 25 stored ones, which are unchanged"
+    assert _write(con, _frame(25)) == "unchanged: the 25 stored rows are the new ones"
+    assert _row_ids(con) == [*range(9), *range(10, 26)]
 
 
 @pytest.mark.parametrize(

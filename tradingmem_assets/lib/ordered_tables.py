@@ -76,6 +76,8 @@ def write_in_order(con: duckdb.DuckDBPyConnection, qualified: str, frame: pl.Dat
                 f"POSITIONAL JOIN (SELECT * FROM {_NEW} WHERE {_POS} < $1) f WHERE {same}",
                 [stored],
             ).fetchall()[0][0]
+            if kept == stored == frame.height:
+                return f"unchanged: the {stored} stored rows are the new ones"
             if kept == stored:
                 columns = ", ".join(f'"{name}"' for name, *_ in stored_types)
                 new_rows = f"SELECT {columns} FROM {_NEW} WHERE {_POS} >= $1 ORDER BY {_POS}"
