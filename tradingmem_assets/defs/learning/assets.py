@@ -1,7 +1,8 @@
 """Learning-loop assets: learnings, the methodology ladder and the run heartbeat (SPEC section 8).
 
 Each asset recomputes its tables from the landing data and ``as_of``, validates them with Pandera
-before writing, and swaps them in one transaction.
+before writing, and swaps them in one transaction (the ladder's history tables by appending a later
+day's rows when the stored ones are unchanged: ``lib.ordered_tables``).
 """
 
 import dagster as dg

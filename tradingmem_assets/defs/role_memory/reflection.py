@@ -142,12 +142,12 @@ REFLECTION_BATCH = "_tm_reflection_batch"
 # whether each was reflected (counted for the metadata), then the wide rows of the others only: at
 # a later day nearly every pair was (all but 4,968 of 772,000 at SF 10), and joining every pair's
 # wide row took 1.2-1.5 s, against 0.7-0.9 s for the keys and the few wide rows.
-_PAIRS_FROM = """
+_PAIRS_FROM = f"""
 FROM main.role_cases rc
 JOIN _tm_roles ro ON ro.role_id = rc.role_id
 JOIN main.evaluation_primaries ep ON ep.decision_id = rc.decision_id
 JOIN main.evaluation_runs r ON r.run_id = ep.run_id AND r.status = 'complete'
-WHERE {chain_eligible}
+WHERE {chain_eligible_sql("rc")}
   AND ($case_id::VARCHAR IS NULL OR (rc.case_id = $case_id AND ep.primary_until IS NULL))"""
 _PAIR_COLUMNS = """rc.case_id, rc.decision_id, rc.role_id, rc.symbol, rc.scenario, rc.direction,
        rc.decision_text, {ep}.run_id, {ep}.primary_from, {ep}.primary_until, rc.execution_id,
@@ -242,10 +242,9 @@ def reflection_inputs(
     ``classification`` and ``trainable``. With ``case_id``: that case's current primary run,
     reflected before or not (a manual re-run)."""
     pending_only = case_id is None and table_exists(con, tables.ROLE_REFLECTIONS)
-    pairs = NEW_PAIRS_SQL if pending_only else ALL_PAIRS_SQL
     script = INPUTS_SCRIPT.format(
         into=into,
-        pairs=pairs.format(chain_eligible=chain_eligible_sql("rc")),
+        pairs=NEW_PAIRS_SQL if pending_only else ALL_PAIRS_SQL,
         classified=classified("timed"),
         outcome=outcome_sql("b.excess_return", "b.noise_k * b.volatility * sqrt(b.horizon_days)"),
     )
