@@ -63,7 +63,8 @@ class WarehouseResource(DuckDBResource):
     )
     memory_limit: str = Field(
         default=DUCKDB_MEMORY_LIMIT,
-        description="DuckDB memory_limit per connection; bigger work spills to disk instead of growing.",
+        description="DuckDB memory_limit of the warehouse's database instance (every connection of a "
+        "run shares it); bigger work spills to disk instead of growing.",
     )
     _as_of_ts: datetime | None = PrivateAttr(default=None)
 
