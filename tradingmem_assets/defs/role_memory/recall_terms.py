@@ -14,16 +14,20 @@ Kept beside ``main.role_recall_index`` and brought in line by every rebuild of i
   roles whose corpus fingerprint changed are recomputed.
 
 Terms are scikit-learn's for ``token_pattern=r"(?u)\\b\\w+\\b", ngram_range=(1, 2)``: maximal runs of
-letters, digits and ``_`` of the lower-cased text (RE2 ``[\\pL\\pN_]+`` is Python's ``\\w+``), then
-each pair of neighbouring tokens joined by one space. See recall_tfidf.py for the arithmetic.
+letters, digits and ``_`` of the lower-cased text (``[\\p{L}\\p{N}_]+``: Python's ``\\w+``, as the query
+is tokenized), then each pair of neighbouring tokens joined by one space. The texts new to a role
+are counted by Polars (``term_counts``): at SF 10, 99,169 texts' 9.1 million terms took 1.5 s
+and 0.9 s to insert, where DuckDB's ``regexp_extract_all``, ``unnest`` and grouping of the same terms took
+3.3–3.6 s. See recall_tfidf.py for the arithmetic.
 """
 
 from __future__ import annotations
 
 import duckdb
+import polars as pl
 
 from tradingmem_assets.lib import tables
-from tradingmem_assets.lib.warehouse import run_script, table_columns
+from tradingmem_assets.lib.warehouse import append_rows, run_script, table_columns
 
 INDEX = tables.ROLE_RECALL_INDEX
 DOCS = tables.ROLE_RECALL_DOCS
@@ -33,12 +37,32 @@ NORMS = tables.ROLE_RECALL_NORMS
 DF = tables.ROLE_RECALL_DF
 ROLES = tables.ROLE_RECALL_ROLES
 
-TOKEN_RE2 = r"[\pL\pN_]+"
+TOKEN = r"[\p{L}\p{N}_]+"
+TERMS_CHUNK = 25_000  # texts counted at a time: their terms are about 90 each, 60 MB of them in all
 
 
-def grams_sql(tokens: str) -> str:
-    """SQL: the unigrams then the neighbouring-token bigrams of a token list expression."""
-    return f"{tokens} || list_transform(range(1, len({tokens})), lambda i: {tokens}[i] || ' ' || {tokens}[i + 1])"
+def term_counts(docs: pl.DataFrame) -> pl.DataFrame:
+    """``(role_id, doc_no, term, tf)``: each term of the texts ``docs`` (``role_id``, ``doc_no``,
+    ``doc``, lower-cased) with its count in its text. Empty texts have no terms."""
+    text = pl.int_range(pl.len(), dtype=pl.UInt32).alias("text")
+    tokens = (
+        docs.lazy()
+        .select(text, pl.col("doc").str.extract_all(TOKEN).alias("term"))
+        .explode("term")
+        .drop_nulls("term")
+    )
+    same_text = pl.col("text") == pl.col("text").shift(-1)
+    bigrams = tokens.select(
+        "text", pl.when(same_text).then(pl.col("term") + " " + pl.col("term").shift(-1)).alias("term")
+    ).drop_nulls("term")
+    return (
+        pl.concat([tokens, bigrams])
+        .group_by("text", "term")
+        .len("tf")
+        .join(docs.lazy().select(text, "role_id", "doc_no"), on="text")
+        .select("role_id", "doc_no", "term", pl.col("tf").cast(pl.Int32))
+        .collect()
+    )
 
 
 # a text's squared norm before the query joins the fit: over its terms p (tf, so s = 1 + ln tf), their
@@ -81,11 +105,10 @@ FROM (SELECT DISTINCT role_id, doc_id, doc FROM {INDEX} i
       WHERE NOT EXISTS (SELECT 1 FROM {DOCS} d WHERE d.role_id = i.role_id AND d.doc_id = i.doc_id)) n
 LEFT JOIN (SELECT role_id, max(doc_no) AS top FROM {DOCS} GROUP BY role_id) m USING (role_id);
 INSERT INTO {DOCS} SELECT role_id, doc_id, doc_no FROM _recall_new;
-INSERT INTO {TERMS}
-SELECT role_id, doc_no, term, count(*)::INTEGER AS tf
-FROM (SELECT role_id, doc_no, unnest({grams_sql("tok")}) AS term
-      FROM (SELECT role_id, doc_no, regexp_extract_all(doc, '{TOKEN_RE2}') AS tok FROM _recall_new))
-GROUP BY ALL;
+"""
+
+# (``_recall_new``'s terms are inserted in between: ``_insert_terms``)
+_INDEXED_SQL = f"""
 DROP TABLE _recall_new;
 DROP TABLE _recall_gone;
 UPDATE {INDEX} i SET doc_no = d.doc_no FROM {DOCS} d WHERE d.role_id = i.role_id AND d.doc_id = i.doc_id;
@@ -155,5 +178,15 @@ def rebuild_terms_and_stats(con: duckdb.DuckDBPyConnection) -> None:
     if layout_outdated(con):  # computed anew, every text tokenized again
         for table in (DOCS, TERMS, DF, POSTINGS, NORMS, ROLES):
             con.execute(f"DROP TABLE IF EXISTS {table}")
-    for script in (_DDL, _TERMS_SQL, _CHANGED_SQL, _STATS_SQL):
+    run_script(con, _DDL)
+    run_script(con, _TERMS_SQL)
+    _insert_terms(con)
+    for script in (_INDEXED_SQL, _CHANGED_SQL, _STATS_SQL):
         run_script(con, script)
+
+
+def _insert_terms(con: duckdb.DuckDBPyConnection) -> None:
+    """The terms of the texts new to a role (``_recall_new``) into the term index, some at a time."""
+    docs = con.sql("SELECT role_id, doc_no, doc FROM _recall_new ORDER BY role_id, doc_no").pl()
+    for start in range(0, docs.height, TERMS_CHUNK):
+        append_rows(con, TERMS, term_counts(docs.slice(start, TERMS_CHUNK)))

@@ -37,7 +37,7 @@ import numpy as np
 from tradingmem_assets.defs.role_memory.recall_terms import BASE2_SUM, DF, INDEX, POSTINGS, ROLES, TERMS
 from tradingmem_assets.lib.warehouse import run_script
 
-# Python's \w is RE2's [\pL\pN_] (recall_terms.TOKEN_RE2): the query is tokenized as the texts are
+# Python's \w is [\p{L}\p{N}_] (recall_terms.TOKEN): the query is tokenized as the texts are
 _TOKEN = re.compile(r"\w+")
 _MICRO = Decimal("1e-6")
 
