@@ -16,38 +16,7 @@ from tradingmem_assets.lib import tables
 # letters of several scripts (precomposed), digits of several kinds (ASCII, Arabic-Indic, fullwidth,
 # superscript), the underscore, and what separates terms: spaces, punctuation, symbols, emoji and a
 # lone combining mark
-PIECES = [
-    *"abcxyz",
-    "é",
-    "ß",
-    "ø",
-    "λ",
-    "ж",
-    "趋",
-    "势",
-    "ก",
-    "ا",
-    *"0729",
-    "٣",
-    "７",
-    "²",
-    "_",
-    " ",
-    "  ",
-    "\t",
-    "\n",
-    "-",
-    ",",
-    ".",
-    "!",
-    "'",
-    "/",
-    "%",
-    "€",
-    "→",
-    "😀",
-    "\u0301",
-]
+PIECES = [*"abcxyzéßøλж趋势กا", *"0729٣７²", "_", " ", "  ", "\t", "\n", *"-,.!'/%€→😀", "\u0301"]
 ANALYZER = CountVectorizer(token_pattern=r"(?u)\b\w+\b", ngram_range=(1, 2), lowercase=False).build_analyzer()
 
 
