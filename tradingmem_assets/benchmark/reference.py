@@ -135,7 +135,7 @@ def _load_sql(landing_dir: Path, table: str) -> str:
 
 
 def run_reference(
-    landing_dir: Path, database: Path, as_of: datetime, roles: list[dict], memory_limit: str = "1.5GB"
+    landing_dir: Path, database: Path, as_of: datetime, roles: list[dict], memory_limit: str
 ) -> dict:
     """Time the bare core on a fresh database file (replaced if present): load, evaluation, admission."""
     timings: dict[str, float] = {}
