@@ -35,12 +35,10 @@ from tradingmem_assets.settings import (
     resolve_as_of,
 )
 
-# DuckDB's default cache is 80 % of RAM. The main job must stay within 3 GB at SF 10 and 4 GB at
-# SF 30: 2 GB of buffer pool (the large queries run in stages that spill) plus the Python side of a
-# step. At the cap DuckDB returns its allocator's free pages to the system as it evicts, and faults
-# them in again: SF 10's job took 92.7–97.1 s under 2 GB against 98.7–98.8 s under 1.5 GB (peaks
-# 2.55 GB against 2.13 GB; SF 30's 3.29 GB against 3.25 GB).
-DUCKDB_MEMORY_LIMIT = os.environ.get("TRADINGMEM_DUCKDB_MEMORY_LIMIT") or "2GB"
+# DuckDB's default cache is 80 % of RAM. The main job must stay within 3 GB at SF 10: 1.5 GB of
+# buffer pool (the large queries run in stages that spill) plus the Python side of a step. (2 GB
+# was measured again on 2026-12-05: see "Tried and not kept" in docs/performance.md.)
+DUCKDB_MEMORY_LIMIT = os.environ.get("TRADINGMEM_DUCKDB_MEMORY_LIMIT") or "1.5GB"
 
 # The derived tables an incremental asset builds on while they are as the latest run left them
 # (``Unchanged.as_left_by``): a run that cannot be a replay hashes only these and the landing tables
